@@ -1,0 +1,133 @@
+/* backend.h: the one table of operations through which keyfs reaches a key store. */
+#ifndef KEYFS_BACKEND_H
+#define KEYFS_BACKEND_H
+
+#include "keyfs.h"
+
+/* A backend's private state; each backend defines the struct. */
+struct keyfs_backend;
+
+/* What a backend is started with.  Strings are owned by the caller and
+ * outlive the backend. */
+struct backend_config {
+	const char *store;		/* memory: JSON file, or NULL */
+	const char *request_key;	/* memory: callout program, or NULL */
+	uid_t uid;			/* the mounter */
+	gid_t gid;
+	double cache_timeout;		/* kernel: seconds a keyring listing is trusted */
+};
+
+#define KEYFS_MOVE_EXCL	0x1	/* move: fail with EEXIST rather than displace */
+
+/*
+ * Every operation returns 0 or -errno, with errno values as the kernel's
+ * keyctl(2) gives them (ENOKEY, EKEYREVOKED, EKEYEXPIRED, EACCES, EDQUOT,
+ * EDEADLK, ELOOP, EFBIG for a payload over the type's limit, ...).  Every
+ * operation acting for a caller takes that caller's credentials and checks
+ * access with the kernel's rules (perm.h).  Output pointers are written only
+ * on success.  A NULL slot means "not supported": callers answer EOPNOTSUPP.
+ * Buffers a slot hands out ("*_alloc" names below) belong to the caller.
+ */
+struct keyfs_backend_ops {
+	const char *name;
+
+	/* Open the store.  On failure writes one line (no newline) naming the
+	 * cause into err and returns -errno. */
+	int (*init)(struct keyfs_backend **bp, const struct backend_config *cfg,
+		    char *err, size_t errlen);
+	/* Called once, after the file system is unmounted; frees everything. */
+	void (*destroy)(struct keyfs_backend *b);
+
+	/* Resolve @t/@p/@s/@u/@us (enum keyfs_special) to a serial, creating
+	 * the keyring if create is set and it does not exist yet. */
+	int (*special)(struct keyfs_backend *b, const struct keyfs_cred *c,
+		       int which, bool create, kserial_t *out);
+	/* The caller's persistent keyring (keyctl get_persistent). */
+	int (*persistent)(struct keyfs_backend *b, const struct keyfs_cred *c,
+			  kserial_t *out);
+
+	/* Needs view permission. */
+	int (*describe)(struct keyfs_backend *b, const struct keyfs_cred *c,
+			kserial_t key, struct key_info *out);
+	/* The payload; *buf_alloc is malloc'd, the caller wipes and frees it.
+	 * Needs read (or search, for a possessor).  Keyrings read as an array
+	 * of serials, as keyctl_read gives them. */
+	int (*read)(struct keyfs_backend *b, const struct keyfs_cred *c,
+		    kserial_t key, void **buf_alloc, size_t *len);
+	/* The serials a keyring links, in link order; *out_alloc is malloc'd
+	 * (NULL when empty). */
+	int (*list)(struct keyfs_backend *b, const struct keyfs_cred *c,
+		    kserial_t keyring, kserial_t **out_alloc, size_t *n);
+	/* The key of this type and description linked directly in keyring (no
+	 * recursion), without scanning the keyring: an index by name.  ENOKEY
+	 * when there is none. */
+	int (*find)(struct keyfs_backend *b, const struct keyfs_cred *c,
+		    kserial_t keyring, const char *type, const char *desc,
+		    kserial_t *out);
+	/* Every key the caller may view (for by-id/); *out_alloc as for list. */
+	int (*list_all)(struct keyfs_backend *b, const struct keyfs_cred *c,
+			kserial_t **out_alloc, size_t *n);
+
+	/* add_key(2): create, or update a key of the same type and description
+	 * already in keyring.  A NULL payload with len 0 makes a keyring. */
+	int (*add)(struct keyfs_backend *b, const struct keyfs_cred *c,
+		   const char *type, const char *desc, const void *payload,
+		   size_t len, kserial_t keyring, kserial_t *out);
+	int (*update)(struct keyfs_backend *b, const struct keyfs_cred *c,
+		      kserial_t key, const void *payload, size_t len);
+	int (*link)(struct keyfs_backend *b, const struct keyfs_cred *c,
+		    kserial_t key, kserial_t keyring);
+	int (*unlink)(struct keyfs_backend *b, const struct keyfs_cred *c,
+		      kserial_t key, kserial_t keyring);
+	/* KEYCTL_MOVE; flags: KEYFS_MOVE_EXCL. */
+	int (*move)(struct keyfs_backend *b, const struct keyfs_cred *c,
+		    kserial_t key, kserial_t from, kserial_t to, unsigned flags);
+	int (*revoke)(struct keyfs_backend *b, const struct keyfs_cred *c,
+		      kserial_t key);
+	int (*invalidate)(struct keyfs_backend *b, const struct keyfs_cred *c,
+			  kserial_t key);
+	int (*clear)(struct keyfs_backend *b, const struct keyfs_cred *c,
+		     kserial_t keyring);
+	int (*setperm)(struct keyfs_backend *b, const struct keyfs_cred *c,
+		       kserial_t key, uint32_t perm);
+	/* (uid_t)-1 / (gid_t)-1 leave that id unchanged. */
+	int (*chown)(struct keyfs_backend *b, const struct keyfs_cred *c,
+		     kserial_t key, uid_t uid, gid_t gid);
+	/* Expire secs seconds from now; 0 clears the expiry. */
+	int (*set_timeout)(struct keyfs_backend *b, const struct keyfs_cred *c,
+			   kserial_t key, unsigned secs);
+	/* restrict_keyring(2); type NULL blocks all further links. */
+	int (*restrict_keyring)(struct keyfs_backend *b,
+				const struct keyfs_cred *c, kserial_t keyring,
+				const char *type, const char *restriction);
+	/* request_key(2).  callout NULL: no callout; dest 0: no keyring. */
+	int (*request)(struct keyfs_backend *b, const struct keyfs_cred *c,
+		       const char *type, const char *desc, const char *callout,
+		       kserial_t dest, kserial_t *out);
+	/* Search the process keyrings as request_key(2) does, without a
+	 * callout.  ENOKEY when nothing is found. */
+	int (*search)(struct keyfs_backend *b, const struct keyfs_cred *c,
+		      const char *type, const char *desc, kserial_t *out);
+
+	/* The LSM label (keyctl security); *label_alloc is malloc'd. */
+	int (*security)(struct keyfs_backend *b, const struct keyfs_cred *c,
+			kserial_t key, char **label_alloc);
+	/* Text in the formats of /proc/keys and /proc/key-users, and of
+	 * `keyctl supports`; *text_alloc is malloc'd, NUL-terminated. */
+	int (*proc_keys)(struct keyfs_backend *b, const struct keyfs_cred *c,
+			 char **text_alloc);
+	int (*proc_key_users)(struct keyfs_backend *b,
+			      const struct keyfs_cred *c, char **text_alloc);
+	int (*supports)(struct keyfs_backend *b, char **text_alloc);
+	/* The caller's quota usage and limits. */
+	int (*quota)(struct keyfs_backend *b, const struct keyfs_cred *c,
+		     struct key_quota *q);
+};
+
+extern const struct keyfs_backend_ops backend_memory_ops;
+extern const struct keyfs_backend_ops backend_kernel_ops;
+
+/* Look a backend up by name ("kernel", "memory"); NULL when unknown. */
+const struct keyfs_backend_ops *backend_by_name(const char *name);
+
+#endif

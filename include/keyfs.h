@@ -1,0 +1,96 @@
+/* keyfs.h: types and limits shared by every part of keyfs. */
+#ifndef KEYFS_H
+#define KEYFS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <time.h>
+
+/* Limits of the kernel's key API, so both backends refuse the same input. */
+#define KEYFS_NAME_MAX		255	/* one entry name, escaped */
+#define KEYFS_DESC_MAX		4095	/* a description, without NUL */
+#define KEYFS_TYPE_MAX		31	/* a type name, without NUL */
+#define KEYFS_USER_PAYLOAD_MAX	32767	/* user and logon keys */
+#define KEYFS_BIG_PAYLOAD_MAX	(1024 * 1024)	/* big_key */
+#define KEYFS_NEST_MAX		6	/* keyring nesting depth */
+#define KEYFS_NEGATIVE_TIMEOUT	60	/* seconds a failed request stays negative */
+
+/* Key serials are positive; 0 means "none" throughout keyfs. */
+typedef int32_t kserial_t;
+
+/* The special keyrings, numbered as the kernel's KEY_SPEC_* so the kernel
+ * backend can pass them straight through. */
+enum keyfs_special {
+	KEYFS_SPEC_THREAD	= -1,
+	KEYFS_SPEC_PROCESS	= -2,
+	KEYFS_SPEC_SESSION	= -3,
+	KEYFS_SPEC_USER		= -4,
+	KEYFS_SPEC_USER_SESSION	= -5,
+};
+
+enum key_state {
+	KEY_STATE_VALID,
+	KEY_STATE_PENDING,	/* keyfs only: created, not yet instantiated */
+	KEY_STATE_REVOKED,
+	KEY_STATE_EXPIRED,
+	KEY_STATE_NEGATIVE,
+	KEY_STATE_INVALIDATED,
+};
+
+/* Permission bits of one class; a key's perm holds four classes:
+ * possessor << 24 | user << 16 | group << 8 | other. */
+#define KEYFS_PERM_VIEW		0x01
+#define KEYFS_PERM_READ		0x02
+#define KEYFS_PERM_WRITE	0x04
+#define KEYFS_PERM_SEARCH	0x08
+#define KEYFS_PERM_LINK		0x10
+#define KEYFS_PERM_SETATTR	0x20
+#define KEYFS_PERM_ALL		0x3f
+
+#define KEYFS_POS_SHIFT		24
+#define KEYFS_USR_SHIFT		16
+#define KEYFS_GRP_SHIFT		8
+#define KEYFS_OTH_SHIFT		0
+
+/* The identity a request runs with: the FUSE caller, or the mounter for
+ * keyfs's own work.  groups points into storage owned by the request. */
+struct keyfs_cred {
+	uid_t uid;		/* fsuid */
+	gid_t gid;		/* fsgid */
+	const gid_t *groups;	/* supplementary groups, may be NULL */
+	int ngroups;
+	pid_t pid;		/* 0 for keyfs itself */
+};
+
+/* What a backend tells about one key.  Fixed-size, so callers keep it on
+ * the stack or embed it; nothing in it needs freeing. */
+struct key_info {
+	kserial_t serial;
+	char type[KEYFS_TYPE_MAX + 1];
+	char desc[KEYFS_DESC_MAX + 1];
+	uid_t uid;
+	gid_t gid;
+	uint32_t perm;
+	enum key_state state;
+	time_t expiry;		/* absolute, seconds since the epoch; 0: none */
+	size_t size;		/* payload length; 0 where the type cannot be read */
+	unsigned nlink;		/* keyring: 2 + child keyrings; key: keyrings seen linking it, >= 1 */
+	bool possessed;		/* the caller possesses the key */
+	struct timespec mtime;	/* last payload change */
+	struct timespec ctime;	/* last change of any kind */
+};
+
+/* Per-uid quota, as /proc/key-users shows it. */
+struct key_quota {
+	unsigned long keys, maxkeys;
+	unsigned long bytes, maxbytes;
+};
+
+static inline bool keyfs_is_keyring_type(const char *type)
+{
+	return __builtin_strcmp(type, "keyring") == 0;
+}
+
+#endif

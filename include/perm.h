@@ -1,0 +1,28 @@
+/* perm.h: the kernel's key permission rules as pure functions, shared by both backends. */
+#ifndef KEYFS_PERM_H
+#define KEYFS_PERM_H
+
+#include <sys/stat.h>
+#include "keyfs.h"
+
+/* As security/keys/permission.c: the user class if the caller's fsuid owns
+ * the key, else the group class if the key's group is the caller's fsgid or
+ * one of its groups (and the group class grants anything at all), else the
+ * other class; the possessor class is added when possessed.  want is a mask
+ * of KEYFS_PERM_* bits, all of which must be granted.  0 or -EACCES. */
+int perm_check(const struct keyfs_cred *c, uid_t kuid, gid_t kgid,
+	       uint32_t perm, bool possessed, unsigned want);
+
+/* The class bits (KEYFS_PERM_*) the caller holds on a key. */
+unsigned perm_granted(const struct keyfs_cred *c, uid_t kuid, gid_t kgid,
+		      uint32_t perm, bool possessed);
+
+/* Mode bits (0777) shown for a key: owner = possessor | user, group =
+ * group, other = other; r = read, w = write, x = search. */
+mode_t perm_to_mode(uint32_t perm);
+
+/* chmod: set read/write/search of each class from mode (the owner class
+ * sets both possessor and user), keeping view, link and setattr. */
+uint32_t perm_from_mode(uint32_t perm, mode_t mode);
+
+#endif
