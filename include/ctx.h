@@ -1,0 +1,29 @@
+/* ctx.h: the one daemon context every part of keyfs reaches its state through. */
+#ifndef KEYFS_CTX_H
+#define KEYFS_CTX_H
+
+#include "backend.h"
+#include "opts.h"
+
+struct node_table;
+
+struct keyfs_ctx {
+	struct keyfs_opts opts;
+	const struct keyfs_backend_ops *ops;
+	struct keyfs_backend *be;
+	struct keyfs_cred mounter;	/* keyfs's own work runs as the mounter */
+	char *mountpoint;		/* absolute; owned */
+
+	/* Resolved once the daemon runs (the process keyring is per process,
+	 * so after daemonising). */
+	kserial_t root_key;		/* root=: the keyring shown as the mount root; 0: the whole tree */
+	kserial_t session, user, user_session, process, persistent;
+
+	struct node_table *nodes;	/* inodes keyfs invents: pending keys, search/TYPE */
+};
+
+/* Call a backend slot, answering -EOPNOTSUPP for a NULL one. */
+#define BACKEND_CALL(ctx, slot, ...) \
+	((ctx)->ops->slot ? (ctx)->ops->slot((ctx)->be, __VA_ARGS__) : -EOPNOTSUPP)
+
+#endif

@@ -1,0 +1,103 @@
+/* node.h: inode numbers, and the nodes keyfs invents (virtual files, pending keys). */
+#ifndef KEYFS_NODE_H
+#define KEYFS_NODE_H
+
+#include <stdint.h>
+#include "keyfs.h"
+
+/*
+ * A key's inode number is its serial (positive int32).  Inode 1 is the
+ * mount root.  Everything keyfs invents lives from 2^32 up, so it never
+ * meets a serial: fixed virtual nodes first, then dynamic ones.
+ */
+#define INO_ROOT	1ULL
+#define INO_VIRT	(1ULL << 32)
+
+enum {
+	INO_BYID = INO_VIRT + 1,
+	INO_CTLDIR,
+	INO_SEARCHDIR,
+	INO_LINK_S,		/* @s -> session */
+	INO_LINK_U,
+	INO_LINK_US,
+	INO_LINK_P,
+	INO_CTL_FIRST = INO_VIRT + 64,	/* + enum ctl_file */
+	INO_DYN_FIRST = INO_VIRT + 4096,
+};
+
+/* The files in .keyfs/. */
+enum ctl_file {
+	CTLF_REVOKE,
+	CTLF_INVALIDATE,
+	CTLF_LINK,
+	CTLF_UNLINK,
+	CTLF_SETPERM,
+	CTLF_CHOWN,
+	CTLF_TIMEOUT,
+	CTLF_CLEAR,
+	CTLF_REQUEST,
+	CTLF_RESTRICT,
+	CTLF_KEYS,
+	CTLF_KEY_USERS,
+	CTLF_SUPPORTS,
+	CTLF_COUNT,
+};
+
+extern const char *const ctl_file_names[CTLF_COUNT];
+
+enum node_kind {
+	NODE_PENDING,		/* a created key with no payload yet */
+	NODE_SEARCHTYPE,	/* .keyfs/search/TYPE */
+};
+
+/* A node keyfs made up.  Owned by the node table. */
+struct node {
+	uint64_t ino;
+	enum node_kind kind;
+	uint64_t nlookup;	/* the kernel's references (lookup counts) */
+	struct node *hnext;	/* hash chain */
+	struct node *lnext;	/* list of all nodes */
+
+	/* NODE_PENDING and NODE_SEARCHTYPE */
+	char *type;		/* owned */
+	/* NODE_PENDING */
+	char *desc;		/* owned */
+	kserial_t parent;	/* the keyring it will be linked into */
+	uid_t uid;
+	gid_t gid;
+	uint32_t perm;		/* applied at instantiation when perm_set */
+	bool perm_set;
+	time_t expiry;		/* absolute; applied at instantiation when nonzero */
+	struct timespec mtime, ctime;
+	kserial_t serial;	/* the key, once instantiated; 0 before */
+	bool unlinked;		/* removed before instantiation */
+};
+
+struct node_table;
+
+struct node_table *node_table_new(void);
+void node_table_free(struct node_table *t);
+
+struct node *node_get(struct node_table *t, uint64_t ino);
+/* A new node with a fresh inode number and nlookup 0; NULL on ENOMEM.
+ * type and desc are copied. */
+struct node *node_new(struct node_table *t, enum node_kind kind,
+		      const char *type, const char *desc);
+/* The live pending entry of this type and description in keyring parent. */
+struct node *node_find_pending(struct node_table *t, kserial_t parent,
+			       const char *type, const char *desc);
+/* The NODE_SEARCHTYPE node for type, if one exists. */
+struct node *node_find_searchtype(struct node_table *t, const char *type);
+/* Calls fn for every live pending entry of keyring parent. */
+void node_for_each_pending(struct node_table *t, kserial_t parent,
+			   void (*fn)(struct node *n, void *arg), void *arg);
+/* Drop n references; frees the node when none are left and it is no
+ * longer needed (a pending entry that was instantiated or unlinked). */
+void node_forget(struct node_table *t, uint64_t ino, uint64_t n);
+/* Whether a pending node still stands for an entry of its own. */
+static inline bool node_pending_live(const struct node *n)
+{
+	return n->kind == NODE_PENDING && n->serial == 0 && !n->unlinked;
+}
+
+#endif

@@ -1,0 +1,28 @@
+/* opts.h: keyfs's command-line options as one struct, parsed from one fuse_opt table. */
+#ifndef KEYFS_OPTS_H
+#define KEYFS_OPTS_H
+
+struct fuse_args;
+
+/* Strings are malloc'd by fuse_opt_parse or opts_parse and freed by
+ * opts_free. */
+struct keyfs_opts {
+	char *backend;		/* "kernel" (default) or "memory" */
+	char *source;		/* SOURCE of `keyfs SOURCE MOUNTPOINT`, or NULL */
+	char *store;		/* memory: JSON file */
+	char *root;		/* root=SPEC, or NULL for the whole tree */
+	char *default_type;	/* type of keys created by plain names */
+	char *request_key;	/* memory: callout program */
+	double attr_timeout;
+	double entry_timeout;
+	int show_help;
+	int show_version;
+};
+
+/* Parse argv into opts, leaving in args what libfuse itself takes (with
+ * the mountpoint put back last).  0, or -EINVAL after printing why. */
+int opts_parse(struct fuse_args *args, struct keyfs_opts *opts);
+void opts_usage(const char *progname);
+void opts_free(struct keyfs_opts *opts);
+
+#endif

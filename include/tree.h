@@ -1,0 +1,64 @@
+/* tree.h: what each inode is, and names in directories: lookup, listing, paths. */
+#ifndef KEYFS_TREE_H
+#define KEYFS_TREE_H
+
+#include <sys/stat.h>
+#include "ctx.h"
+#include "node.h"
+
+enum tkind {
+	T_ROOT,		/* the tree of SPEC §2 (without root=) */
+	T_KEY,		/* a key or keyring: serial */
+	T_BYID,
+	T_CTLDIR,	/* .keyfs/ */
+	T_SEARCHDIR,	/* .keyfs/search/ */
+	T_SEARCHTYPE,	/* .keyfs/search/TYPE/: node */
+	T_LINK,		/* @s @u @us @p: target */
+	T_CTLFILE,	/* .keyfs/NAME: ctl */
+	T_PENDING,	/* a created key not yet instantiated: node */
+};
+
+/* One inode, classified.  Pointers borrow from the context. */
+struct tnode {
+	enum tkind kind;
+	uint64_t ino;
+	kserial_t serial;	/* T_KEY; T_PENDING once instantiated */
+	struct node *node;	/* T_PENDING, T_SEARCHTYPE */
+	int ctl;		/* T_CTLFILE: enum ctl_file */
+	const char *target;	/* T_LINK */
+};
+
+/* The inode of a key (1 for the root= keyring). */
+uint64_t tree_ino(const struct keyfs_ctx *ctx, kserial_t serial);
+
+/* Classify an inode number.  -ESTALE for one keyfs does not know. */
+int tree_node(struct keyfs_ctx *ctx, uint64_t ino, struct tnode *out);
+
+/* Look name up in directory parent.  A pending node found or made is
+ * returned in out; the caller takes a lookup reference on it by replying. */
+int tree_lookup(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
+		uint64_t parent, const char *name, struct tnode *out);
+
+/* The serial a directory entry name stands for in keyring, as tree_lookup
+ * finds it (user, then keyring, then default_type for plain names). */
+int tree_find_key(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
+		  kserial_t keyring, const char *name, kserial_t *out);
+
+struct tree_dirent {
+	char name[KEYFS_NAME_MAX + 1];
+	struct tnode tn;
+	struct stat st;
+};
+
+/* All entries of directory ino, "." and ".." first, with attributes, in
+ * one pass.  *out_alloc belongs to the caller (free()). */
+int tree_readdir(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
+		 uint64_t ino, struct tree_dirent **out_alloc, size_t *n);
+
+/* Resolve a path relative to the mount root (entry names, '/'-separated,
+ * as control files take them) to a key.  "" is the root keyring (root=)
+ * or -EISDIR for the tree root. */
+int tree_resolve(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
+		 const char *path, kserial_t *out);
+
+#endif
