@@ -20,6 +20,7 @@ struct keyfs_ctx {
 	kserial_t session, user, user_session, process, persistent;
 
 	struct node_table *nodes;	/* inodes keyfs invents: pending keys, search/TYPE */
+	struct timespec started;	/* the times of keyfs's own directories and files */
 };
 
 /* Call a backend slot, answering -EOPNOTSUPP for a NULL one. */

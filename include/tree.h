@@ -56,8 +56,8 @@ int tree_readdir(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 		 uint64_t ino, struct tree_dirent **out_alloc, size_t *n);
 
 /* Resolve a path relative to the mount root (entry names, '/'-separated,
- * as control files take them) to a key.  "" is the root keyring (root=)
- * or -EISDIR for the tree root. */
+ * as control files take them) to a key.  "" is the root keyring (root=);
+ * a path to something that is not a key is -EINVAL. */
 int tree_resolve(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 		 const char *path, kserial_t *out);
 

@@ -1,0 +1,17 @@
+/* fs.h: the FUSE side of keyfs: running the session, and libfuse's help. */
+#ifndef KEYFS_FS_H
+#define KEYFS_FS_H
+
+#include "ctx.h"
+
+struct fuse_args;
+
+/* Mount at the mountpoint in args, daemonise unless -f, call after_daemon
+ * (which resolves what belongs to the running process), and serve until
+ * unmounted.  The exit status for main. */
+int fs_run(struct keyfs_ctx *ctx, struct fuse_args *args,
+	   int (*after_daemon)(struct keyfs_ctx *ctx));
+void fs_print_help(void);
+void fs_print_version(void);
+
+#endif

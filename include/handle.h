@@ -1,0 +1,53 @@
+/* handle.h: open files: a payload snapshot at open, a write buffer committed as one update. */
+#ifndef KEYFS_HANDLE_H
+#define KEYFS_HANDLE_H
+
+#include "tree.h"
+
+enum handle_kind {
+	H_KEY,		/* a key's payload */
+	H_TEXT,		/* a readable control file: text made at open */
+	H_CONTROL,	/* a control file taking commands */
+	H_DIR,		/* a directory listing, made at opendir */
+};
+
+/* One open file or directory.  Owned by the FUSE layer through fi->fh;
+ * freed (payload wiped) by handle_free. */
+struct handle {
+	enum handle_kind kind;
+	uint64_t ino;
+	kserial_t serial;	/* H_KEY: the key; 0 while pending */
+	struct node *node;	/* H_KEY on a pending entry */
+	int ctl;		/* H_TEXT, H_CONTROL: enum ctl_file */
+	unsigned char *buf;	/* H_KEY: snapshot, then the edited payload; H_TEXT: text */
+	size_t len, cap;
+	size_t max;		/* the type's payload limit */
+	bool append;
+	bool dirty;		/* something to commit at flush */
+	int err;		/* a write failed: commit nothing, report this */
+	struct tree_dirent *ents;	/* H_DIR */
+	size_t nents;
+};
+
+/* Open a key's file with open(2) flags: snapshot the payload unless
+ * O_TRUNC or the entry is pending.  *out is the caller's. */
+int handle_open_key(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
+		    const struct tnode *tn, int flags, struct handle **out);
+/* The bytes of a read at off: a pointer into the handle and a length. */
+size_t handle_read(const struct handle *h, off_t off, size_t size,
+		   const void **data);
+/* Buffer a write; returns the bytes taken or -errno (EFBIG past the limit;
+ * the handle then commits nothing). */
+ssize_t handle_write(struct handle *h, off_t off, const void *data, size_t size);
+int handle_truncate(struct handle *h, off_t size);
+/* Commit the buffer as one update (or instantiate a pending entry).  0 or
+ * the -errno that close(2) reports. */
+int handle_commit(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
+		  struct handle *h);
+struct handle *handle_new(enum handle_kind kind, uint64_t ino);
+void handle_free(struct handle *h);
+
+/* The largest payload a key of this type takes. */
+size_t handle_payload_max(const char *type);
+
+#endif
