@@ -1,0 +1,113 @@
+/* attr.c: stat attributes of keys and of the nodes keyfs invents. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "attr.h"
+#include "control.h"
+#include "perm.h"
+
+/* The permission add_key(2) gives a new key of this type, shown on a
+ * pending entry until it is instantiated. */
+static uint32_t default_perm(const char *type)
+{
+	/* Possessor: all but read for unreadable types; user: view. */
+	if (strcmp(type, "logon") == 0)
+		return 0x3d010000;
+	return 0x3f010000;
+}
+
+int attr_key_info(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
+		  const struct tnode *tn, struct key_info *ki)
+{
+	const struct node *n = tn->node;
+
+	if (tn->kind == T_KEY || (tn->kind == T_PENDING && n->serial))
+		return BACKEND_CALL(ctx, describe, c, tn->serial, ki);
+	if (tn->kind != T_PENDING)
+		return -EINVAL;
+	memset(ki, 0, sizeof(*ki));
+	snprintf(ki->type, sizeof(ki->type), "%s", n->type);
+	snprintf(ki->desc, sizeof(ki->desc), "%s", n->desc);
+	ki->uid = n->uid;
+	ki->gid = n->gid;
+	ki->perm = n->perm_set ? n->perm : default_perm(n->type);
+	ki->state = KEY_STATE_PENDING;
+	ki->expiry = n->expiry;
+	ki->nlink = n->unlinked ? 0 : 1;
+	ki->possessed = c->uid == ctx->mounter.uid;
+	ki->mtime = n->mtime;
+	ki->ctime = n->ctime;
+	return 0;
+}
+
+void attr_from_key(const struct key_info *ki, struct stat *st)
+{
+	memset(st, 0, sizeof(*st));
+	st->st_ino = (ino_t)ki->serial;
+	st->st_mode = (keyfs_is_keyring_type(ki->type) ? S_IFDIR : S_IFREG) |
+		      perm_to_mode(ki->perm);
+	st->st_nlink = ki->nlink ? ki->nlink : 1;
+	st->st_uid = ki->uid;
+	st->st_gid = ki->gid;
+	st->st_size = (off_t)ki->size;
+	st->st_blksize = 4096;
+	st->st_blocks = (blkcnt_t)((ki->size + 511) / 512);
+	st->st_atim = ki->mtime;
+	st->st_mtim = ki->mtime;
+	st->st_ctim = ki->ctime;
+}
+
+static void attr_virtual(const struct keyfs_ctx *ctx, const struct tnode *tn,
+			 mode_t mode, nlink_t nlink, struct stat *st)
+{
+	memset(st, 0, sizeof(*st));
+	st->st_ino = (ino_t)tn->ino;
+	st->st_mode = mode;
+	st->st_nlink = nlink;
+	st->st_uid = ctx->mounter.uid;
+	st->st_gid = ctx->mounter.gid;
+	st->st_blksize = 4096;
+	st->st_atim = ctx->started;
+	st->st_mtim = ctx->started;
+	st->st_ctim = ctx->started;
+}
+
+int attr_get(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
+	     const struct tnode *tn, struct stat *st)
+{
+	struct key_info ki;
+	int ret;
+
+	switch (tn->kind) {
+	case T_KEY:
+	case T_PENDING:
+		ret = attr_key_info(ctx, c, tn, &ki);
+		if (ret < 0)
+			return ret;
+		attr_from_key(&ki, st);
+		if (tn->kind == T_PENDING && !tn->serial)
+			st->st_ino = (ino_t)tn->ino;
+		return 0;
+	case T_ROOT:
+		/* session, user, user-session, process, persistent, by-id, .keyfs */
+		attr_virtual(ctx, tn, S_IFDIR | 0755, 9, st);
+		return 0;
+	case T_BYID:
+	case T_SEARCHDIR:
+	case T_SEARCHTYPE:
+		attr_virtual(ctx, tn, S_IFDIR | 0555, 2, st);
+		return 0;
+	case T_CTLDIR:
+		attr_virtual(ctx, tn, S_IFDIR | 0555, 3, st);
+		return 0;
+	case T_LINK:
+		attr_virtual(ctx, tn, S_IFLNK | 0777, 1, st);
+		st->st_size = (off_t)strlen(tn->target);
+		return 0;
+	case T_CTLFILE:
+		attr_virtual(ctx, tn, S_IFREG | (control_is_writable(tn->ctl) ? 0222 : 0444), 1, st);
+		return 0;
+	}
+	return -EINVAL;
+}

@@ -1,0 +1,269 @@
+/* handle.c: open key files: snapshot on open, write buffer, one update at close. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "attr.h"
+#include "handle.h"
+
+size_t handle_payload_max(const char *type)
+{
+	if (strcmp(type, "user") == 0 || strcmp(type, "logon") == 0)
+		return KEYFS_USER_PAYLOAD_MAX;
+	return KEYFS_BIG_PAYLOAD_MAX;
+}
+
+struct handle *handle_new(enum handle_kind kind, uint64_t ino)
+{
+	struct handle *h = calloc(1, sizeof(*h));
+
+	if (h) {
+		h->kind = kind;
+		h->ino = ino;
+	}
+	return h;
+}
+
+static void wipe_buf(struct handle *h)
+{
+	if (h->buf) {
+		explicit_bzero(h->buf, h->cap);
+		free(h->buf);
+	}
+	h->buf = NULL;
+	h->len = h->cap = 0;
+}
+
+void handle_free(struct handle *h)
+{
+	if (!h)
+		return;
+	wipe_buf(h);
+	free(h->ents);
+	free(h);
+}
+
+/* Grow the buffer to hold want bytes.  Never realloc: the old bytes are a
+ * secret, so they are copied and wiped. */
+static int reserve(struct handle *h, size_t want)
+{
+	unsigned char *nb;
+	size_t cap;
+
+	if (want <= h->cap)
+		return 0;
+	cap = h->cap ? h->cap : 256;
+	while (cap < want)
+		cap *= 2;
+	if (cap > h->max)
+		cap = h->max;
+	nb = calloc(1, cap);
+	if (!nb)
+		return -ENOMEM;
+	if (h->buf) {
+		memcpy(nb, h->buf, h->len);
+		explicit_bzero(h->buf, h->cap);
+		free(h->buf);
+	}
+	h->buf = nb;
+	h->cap = cap;
+	return 0;
+}
+
+static int load_payload(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
+			struct handle *h)
+{
+	void *data = NULL;
+	size_t len = 0;
+	int ret = BACKEND_CALL(ctx, read, c, h->serial, &data, &len);
+
+	if (ret < 0)
+		return ret;
+	if (len > h->max)
+		h->max = len;
+	ret = reserve(h, len);
+	if (ret == 0 && len) {
+		memcpy(h->buf, data, len);
+		h->len = len;
+	}
+	if (data) {
+		explicit_bzero(data, len);
+		free(data);
+	}
+	return ret;
+}
+
+int handle_open_key(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
+		    const struct tnode *tn, int flags, struct handle **out)
+{
+	struct key_info *ki = malloc(sizeof(*ki));
+	struct handle *h = handle_new(H_KEY, tn->ino);
+	int acc = flags & O_ACCMODE;
+	int ret;
+
+	if (!ki || !h) {
+		ret = -ENOMEM;
+		goto fail;
+	}
+	ret = attr_key_info(ctx, c, tn, ki);
+	if (ret < 0)
+		goto fail;
+	if (keyfs_is_keyring_type(ki->type)) {
+		ret = -EISDIR;
+		goto fail;
+	}
+	h->serial = tn->serial;
+	h->node = tn->kind == T_PENDING ? tn->node : NULL;
+	h->max = handle_payload_max(ki->type);
+	h->append = flags & O_APPEND;
+	switch (ki->state) {
+	case KEY_STATE_REVOKED:
+		ret = -EKEYREVOKED;
+		goto fail;
+	case KEY_STATE_EXPIRED:
+		ret = -EKEYEXPIRED;
+		goto fail;
+	case KEY_STATE_NEGATIVE:
+	case KEY_STATE_INVALIDATED:
+		ret = -ENOKEY;
+		goto fail;
+	default:
+		break;
+	}
+	if (h->serial && (flags & O_TRUNC) && acc != O_RDONLY) {
+		h->dirty = true;	/* committing nothing would not truncate */
+	} else if (h->serial) {
+		ret = load_payload(ctx, c, h);
+		/* A write-only open of an unreadable type (logon) starts empty:
+		 * there is nothing to patch, only to replace. */
+		if (ret == -EOPNOTSUPP && acc == O_WRONLY)
+			ret = 0;
+		if (ret < 0)
+			goto fail;
+	}
+	free(ki);
+	*out = h;
+	return 0;
+fail:
+	free(ki);
+	handle_free(h);
+	return ret;
+}
+
+size_t handle_read(const struct handle *h, off_t off, size_t size,
+		   const void **data)
+{
+	if (off < 0 || (size_t)off >= h->len) {
+		*data = NULL;
+		return 0;
+	}
+	*data = h->buf + off;
+	return h->len - (size_t)off < size ? h->len - (size_t)off : size;
+}
+
+ssize_t handle_write(struct handle *h, off_t off, const void *data, size_t size)
+{
+	size_t start = h->append ? h->len : (size_t)off;
+	int ret;
+
+	if (h->err)
+		return h->err;
+	if (off < 0)
+		return -EINVAL;
+	if (start > h->max || size > h->max - start) {
+		h->err = -EFBIG;
+		return h->err;
+	}
+	ret = reserve(h, start + size);
+	if (ret < 0) {
+		h->err = ret;
+		return ret;
+	}
+	if (start > h->len)
+		memset(h->buf + h->len, 0, start - h->len);
+	memcpy(h->buf + start, data, size);
+	if (start + size > h->len)
+		h->len = start + size;
+	h->dirty = true;
+	return (ssize_t)size;
+}
+
+int handle_truncate(struct handle *h, off_t size)
+{
+	int ret;
+
+	if (size < 0)
+		return -EINVAL;
+	if ((size_t)size > h->max)
+		return -EFBIG;
+	if ((size_t)size > h->len) {
+		ret = reserve(h, (size_t)size);
+		if (ret < 0)
+			return ret;
+		memset(h->buf + h->len, 0, (size_t)size - h->len);
+	} else if (h->buf) {
+		explicit_bzero(h->buf + size, h->len - (size_t)size);
+	}
+	h->len = (size_t)size;
+	h->dirty = true;
+	return 0;
+}
+
+/* Give a pending entry its key, then what was set on it meanwhile.  If
+ * that fails, the new key is unlinked again: all or nothing. */
+static int instantiate(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
+		       struct handle *h)
+{
+	struct node *n = h->node;
+	kserial_t serial;
+	time_t now = time(NULL);
+	int ret;
+
+	ret = BACKEND_CALL(ctx, add, c, n->type, n->desc, h->buf, h->len,
+			   n->parent, &serial);
+	if (ret < 0)
+		return ret;
+	if (n->perm_set)
+		ret = BACKEND_CALL(ctx, setperm, c, serial, n->perm);
+	if (ret == 0 && n->expiry)
+		ret = BACKEND_CALL(ctx, set_timeout, c, serial,
+				   n->expiry > now ? (unsigned)(n->expiry - now) : 1);
+	if (ret < 0) {
+		BACKEND_CALL(ctx, unlink, &ctx->mounter, serial, n->parent);
+		return ret;
+	}
+	n->serial = serial;
+	h->serial = serial;
+	return 0;
+}
+
+int handle_commit(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
+		  struct handle *h)
+{
+	int ret;
+
+	if (h->kind != H_KEY)
+		return 0;
+	if (h->err)
+		return h->err;	/* a failed write: the key keeps its payload */
+	if (!h->dirty)
+		return 0;
+	if (!h->serial && h->node && h->node->serial)
+		h->serial = h->node->serial;	/* another handle instantiated it */
+	if (!h->serial) {
+		/* An empty pending entry stays pending; a removed one, like an
+		 * unlinked file, takes its data nowhere. */
+		if (h->len == 0 || h->node->unlinked) {
+			h->dirty = false;	/* stays pending until a payload comes */
+			return 0;
+		}
+		ret = instantiate(ctx, c, h);
+	} else {
+		ret = BACKEND_CALL(ctx, update, c, h->serial, h->buf, h->len);
+	}
+	if (ret == 0)
+		h->dirty = false;
+	return ret;
+}

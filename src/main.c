@@ -1,0 +1,135 @@
+/* main.c: keyfs's entry point: options, the backend, the FUSE session, cleanup. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <fuse_opt.h>
+
+#include "ctx.h"
+#include "fs.h"
+#include "node.h"
+#include "tree.h"
+
+/* root=SPEC: @s @u @us @p, a serial, or %:NAME (a named keyring, looked
+ * up as request_key would find it). */
+static int resolve_root(struct keyfs_ctx *ctx, const char *spec, kserial_t *out)
+{
+	static const struct { const char *name; int which; } specials[] = {
+		{ "@s", KEYFS_SPEC_SESSION }, { "@u", KEYFS_SPEC_USER },
+		{ "@us", KEYFS_SPEC_USER_SESSION }, { "@p", KEYFS_SPEC_PROCESS },
+	};
+	char *end;
+	long v;
+
+	for (size_t i = 0; i < sizeof(specials) / sizeof(specials[0]); i++)
+		if (strcmp(spec, specials[i].name) == 0)
+			return BACKEND_CALL(ctx, special, &ctx->mounter,
+					    specials[i].which, true, out);
+	if (strncmp(spec, "%:", 2) == 0)
+		return BACKEND_CALL(ctx, search, &ctx->mounter, "keyring", spec + 2, out);
+	errno = 0;
+	v = strtol(spec, &end, 0);
+	if (errno || *end || v <= 0 || v > INT32_MAX)
+		return -EINVAL;
+	*out = (kserial_t)v;
+	return 0;
+}
+
+/* What belongs to the running daemon: its process keyring, and the
+ * keyrings of the tree, looked up once it has its final pid. */
+static int resolve_keyrings(struct keyfs_ctx *ctx)
+{
+	struct key_info ki;
+	int ret;
+
+	clock_gettime(CLOCK_REALTIME, &ctx->started);
+	BACKEND_CALL(ctx, special, &ctx->mounter, KEYFS_SPEC_SESSION, true, &ctx->session);
+	BACKEND_CALL(ctx, special, &ctx->mounter, KEYFS_SPEC_USER, true, &ctx->user);
+	BACKEND_CALL(ctx, special, &ctx->mounter, KEYFS_SPEC_USER_SESSION, true, &ctx->user_session);
+	BACKEND_CALL(ctx, special, &ctx->mounter, KEYFS_SPEC_PROCESS, true, &ctx->process);
+	BACKEND_CALL(ctx, persistent, &ctx->mounter, &ctx->persistent);
+	if (!ctx->opts.root)
+		return 0;
+	ret = resolve_root(ctx, ctx->opts.root, &ctx->root_key);
+	if (ret == 0)
+		ret = BACKEND_CALL(ctx, describe, &ctx->mounter, ctx->root_key, &ki);
+	if (ret == 0 && !keyfs_is_keyring_type(ki.type))
+		ret = -ENOTDIR;
+	if (ret < 0)
+		fprintf(stderr, "keyfs: root=%s: %s\n", ctx->opts.root, strerror(-ret));
+	return ret;
+}
+
+static int start_backend(struct keyfs_ctx *ctx)
+{
+	struct backend_config cfg = {
+		.store = ctx->opts.store,
+		.request_key = ctx->opts.request_key,
+		.uid = getuid(),
+		.gid = getgid(),
+		.cache_timeout = ctx->opts.entry_timeout,
+	};
+	char err[512] = "";
+	int ret;
+
+	ctx->ops = backend_by_name(ctx->opts.backend);
+	if (!ctx->ops) {
+		fprintf(stderr, "keyfs: unknown backend '%s'\n", ctx->opts.backend);
+		return -EINVAL;
+	}
+	ret = ctx->ops->init(&ctx->be, &cfg, err, sizeof(err));
+	if (ret < 0)
+		fprintf(stderr, "%s\n", err[0] ? err : strerror(-ret));
+	return ret;
+}
+
+/* /proc/mounts shows "BACKEND MOUNTPOINT fuse.keyfs". */
+static int add_mount_names(struct fuse_args *args, const struct keyfs_opts *o)
+{
+	char opt[64];
+
+	snprintf(opt, sizeof(opt), "-osubtype=keyfs,fsname=%s", o->backend);
+	return fuse_opt_add_arg(args, opt) == 0 ? 0 : -ENOMEM;
+}
+
+int main(int argc, char *argv[])
+{
+	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
+	struct keyfs_ctx ctx;
+	int status = 1;
+
+	memset(&ctx, 0, sizeof(ctx));
+	ctx.mounter.uid = getuid();
+	ctx.mounter.gid = getgid();
+	if (opts_parse(&args, &ctx.opts) < 0)
+		goto out_args;
+	if (ctx.opts.show_help) {
+		opts_usage(argv[0]);
+		fs_print_help();
+		status = 0;
+		goto out_args;
+	}
+	if (ctx.opts.show_version) {
+		fs_print_version();
+		status = 0;
+		goto out_args;
+	}
+	if (add_mount_names(&args, &ctx.opts) < 0)
+		goto out_args;
+	ctx.nodes = node_table_new();
+	if (!ctx.nodes)
+		goto out_args;
+	if (start_backend(&ctx) < 0)
+		goto out_nodes;
+	status = fs_run(&ctx, &args, resolve_keyrings);
+	ctx.ops->destroy(ctx.be);
+out_nodes:
+	node_table_free(ctx.nodes);
+	free(ctx.mountpoint);
+out_args:
+	opts_free(&ctx.opts);
+	fuse_opt_free_args(&args);
+	return status;
+}

@@ -1,0 +1,194 @@
+/* opts.c: keyfs's options: defaults, the fuse_opt table, validation and --help. */
+#include <errno.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <fuse_opt.h>
+
+#include "keyfs.h"
+#include "opts.h"
+
+enum {
+	KEY_HELP,
+	KEY_VERSION,
+};
+
+
+static const struct fuse_opt keyfs_opt_table[] = {
+	{ "backend=%s", offsetof(struct keyfs_opts, backend), 0 },
+	{ "store=%s", offsetof(struct keyfs_opts, store), 0 },
+	{ "root=%s", offsetof(struct keyfs_opts, root), 0 },
+	{ "default_type=%s", offsetof(struct keyfs_opts, default_type), 0 },
+	{ "request_key=%s", offsetof(struct keyfs_opts, request_key), 0 },
+	{ "attr_timeout=%lf", offsetof(struct keyfs_opts, attr_timeout), 0 },
+	{ "entry_timeout=%lf", offsetof(struct keyfs_opts, entry_timeout), 0 },
+	FUSE_OPT_KEY("-h", KEY_HELP),
+	FUSE_OPT_KEY("--help", KEY_HELP),
+	FUSE_OPT_KEY("-V", KEY_VERSION),
+	FUSE_OPT_KEY("--version", KEY_VERSION),
+	FUSE_OPT_END
+};
+
+/* The positional arguments, SOURCE and MOUNTPOINT, gathered while parsing. */
+struct positional {
+	struct keyfs_opts *opts;
+	char *args[2];
+	int n;
+	int extra;
+};
+
+static int opt_proc(void *data, const char *arg, int key,
+		    struct fuse_args *outargs)
+{
+	struct positional *pos = data;
+
+	(void)outargs;
+	switch (key) {
+	case KEY_HELP:
+		pos->opts->show_help = 1;
+		return 0;
+	case KEY_VERSION:
+		pos->opts->show_version = 1;
+		return 0;
+	case FUSE_OPT_KEY_NONOPT:
+		if (pos->n == 2) {
+			pos->extra++;
+			return 0;
+		}
+		pos->args[pos->n] = strdup(arg);
+		if (!pos->args[pos->n])
+			return -1;
+		pos->n++;
+		return 0;
+	default:
+		return 1;	/* libfuse's own option: keep it */
+	}
+}
+
+static bool is_backend(const char *s)
+{
+	return strcmp(s, "kernel") == 0 || strcmp(s, "memory") == 0;
+}
+
+static int set_default(char **field, const char *value)
+{
+	if (*field)
+		return 0;
+	*field = strdup(value);
+	return *field ? 0 : -ENOMEM;
+}
+
+/* Check what the table cannot: names, ranges, and options that only make
+ * sense together. */
+static int opts_validate(struct keyfs_opts *o)
+{
+	if (!is_backend(o->backend)) {
+		fprintf(stderr, "keyfs: unknown backend '%s' (use kernel or memory)\n",
+			o->backend);
+		return -EINVAL;
+	}
+	if (o->store && strcmp(o->backend, "memory") != 0) {
+		fprintf(stderr, "keyfs: store= needs the memory backend (-o backend=memory)\n");
+		return -EINVAL;
+	}
+	if (o->default_type[0] == '\0' || strlen(o->default_type) > KEYFS_TYPE_MAX ||
+	    strchr(o->default_type, ':') || strchr(o->default_type, '/') ||
+	    keyfs_is_keyring_type(o->default_type)) {
+		fprintf(stderr, "keyfs: default_type='%s' is not a key type for files\n",
+			o->default_type);
+		return -EINVAL;
+	}
+	if (o->attr_timeout < 0 || o->entry_timeout < 0) {
+		fprintf(stderr, "keyfs: attr_timeout and entry_timeout cannot be negative\n");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int opts_parse(struct fuse_args *args, struct keyfs_opts *opts)
+{
+	struct positional pos = { .opts = opts };
+	char *mountpoint = NULL;
+	int ret = -EINVAL;
+
+	opts->attr_timeout = 1.0;
+	opts->entry_timeout = 1.0;
+	if (fuse_opt_parse(args, opts, keyfs_opt_table, opt_proc) == -1)
+		goto out;
+	if (opts->show_help || opts->show_version) {
+		ret = 0;
+		goto out;
+	}
+	if (pos.extra) {
+		fprintf(stderr, "keyfs: too many arguments (usage: keyfs [SOURCE] MOUNTPOINT [-o OPTIONS])\n");
+		goto out;
+	}
+	if (pos.n == 0) {
+		fprintf(stderr, "keyfs: no mountpoint given (see keyfs --help)\n");
+		goto out;
+	}
+	mountpoint = pos.args[pos.n - 1];
+	if (pos.n == 2) {
+		opts->source = pos.args[0];
+		pos.args[0] = NULL;
+		if (!opts->backend && !is_backend(opts->source)) {
+			fprintf(stderr, "keyfs: unknown source '%s' (the source is the backend: kernel or memory)\n",
+				opts->source);
+			goto out;
+		}
+		if (!opts->backend && (ret = set_default(&opts->backend, opts->source)) < 0)
+			goto out;
+		ret = -EINVAL;
+	}
+	if (set_default(&opts->backend, "kernel") < 0 ||
+	    set_default(&opts->default_type, "user") < 0) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	if (opts_validate(opts) < 0)
+		goto out;
+	/* libfuse's own parser takes the mountpoint as its one positional. */
+	if (fuse_opt_add_arg(args, mountpoint) == -1) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	ret = 0;
+out:
+	free(pos.args[0]);
+	free(pos.args[1]);
+	return ret;
+}
+
+void opts_usage(const char *progname)
+{
+	printf("usage: %s [SOURCE] MOUNTPOINT [options]\n"
+	       "\n"
+	       "Show Linux key retention (keyrings and keys) as a file system.\n"
+	       "SOURCE is the backend, kernel or memory, as mount.fuse3 passes it.\n"
+	       "\n"
+	       "keyfs options:\n"
+	       "    -o backend=kernel|memory  the key store (default: kernel)\n"
+	       "    -o store=PATH             memory: keep the keys in this JSON file\n"
+	       "    -o root=SPEC              show one keyring as the root: @s @u @us @p,\n"
+	       "                              a serial, or %%:NAME for a named keyring\n"
+	       "    -o default_type=TYPE      type of keys created by plain names (user)\n"
+	       "    -o request_key=PROGRAM    memory: the callout run by .keyfs/request\n"
+	       "    -o attr_timeout=SECONDS   how long the kernel caches attributes (1)\n"
+	       "    -o entry_timeout=SECONDS  how long the kernel caches names (1)\n"
+	       "    -h, --help                this help, then libfuse's options\n"
+	       "    -V, --version             the version\n"
+	       "\n", progname);
+}
+
+void opts_free(struct keyfs_opts *opts)
+{
+	free(opts->backend);
+	free(opts->source);
+	free(opts->store);
+	free(opts->root);
+	free(opts->default_type);
+	free(opts->request_key);
+	memset(opts, 0, sizeof(*opts));
+}
