@@ -9,6 +9,8 @@ struct fuse_args;
 struct keyfs_opts {
 	char *backend;		/* "kernel" (default) or "memory" */
 	char *source;		/* SOURCE of `keyfs SOURCE MOUNTPOINT`, or NULL */
+	char *mountpoint;	/* the last positional argument, until handed to libfuse */
+	int extra_args;		/* positional arguments past two: an error */
 	char *store;		/* memory: JSON file */
 	char *root;		/* root=SPEC, or NULL for the whole tree */
 	char *default_type;	/* type of keys created by plain names */

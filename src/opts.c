@@ -31,36 +31,33 @@ static const struct fuse_opt keyfs_opt_table[] = {
 	FUSE_OPT_END
 };
 
-/* The positional arguments, SOURCE and MOUNTPOINT, gathered while parsing. */
-struct positional {
-	struct keyfs_opts *opts;
-	char *args[2];
-	int n;
-	int extra;
-};
-
+/* fuse_opt_parse hands the same pointer to the table's offsets and to this
+ * function, so the positional arguments are kept in the option struct. */
 static int opt_proc(void *data, const char *arg, int key,
 		    struct fuse_args *outargs)
 {
-	struct positional *pos = data;
+	struct keyfs_opts *opts = data;
+	char *copy;
 
 	(void)outargs;
 	switch (key) {
 	case KEY_HELP:
-		pos->opts->show_help = 1;
+		opts->show_help = 1;
 		return 0;
 	case KEY_VERSION:
-		pos->opts->show_version = 1;
+		opts->show_version = 1;
 		return 0;
 	case FUSE_OPT_KEY_NONOPT:
-		if (pos->n == 2) {
-			pos->extra++;
+		if (opts->source) {
+			opts->extra_args++;
 			return 0;
 		}
-		pos->args[pos->n] = strdup(arg);
-		if (!pos->args[pos->n])
+		copy = strdup(arg);
+		if (!copy)
 			return -1;
-		pos->n++;
+		/* SOURCE MOUNTPOINT: the first of two is the source. */
+		opts->source = opts->mountpoint;
+		opts->mountpoint = copy;
 		return 0;
 	default:
 		return 1;	/* libfuse's own option: keep it */
@@ -109,56 +106,38 @@ static int opts_validate(struct keyfs_opts *o)
 
 int opts_parse(struct fuse_args *args, struct keyfs_opts *opts)
 {
-	struct positional pos = { .opts = opts };
-	char *mountpoint = NULL;
-	int ret = -EINVAL;
-
 	opts->attr_timeout = 1.0;
 	opts->entry_timeout = 1.0;
 	if (fuse_opt_parse(args, opts, keyfs_opt_table, opt_proc) == -1)
-		goto out;
-	if (opts->show_help || opts->show_version) {
-		ret = 0;
-		goto out;
-	}
-	if (pos.extra) {
+		return -EINVAL;
+	if (opts->show_help || opts->show_version)
+		return 0;
+	if (opts->extra_args) {
 		fprintf(stderr, "keyfs: too many arguments (usage: keyfs [SOURCE] MOUNTPOINT [-o OPTIONS])\n");
-		goto out;
+		return -EINVAL;
 	}
-	if (pos.n == 0) {
+	if (!opts->mountpoint) {
 		fprintf(stderr, "keyfs: no mountpoint given (see keyfs --help)\n");
-		goto out;
+		return -EINVAL;
 	}
-	mountpoint = pos.args[pos.n - 1];
-	if (pos.n == 2) {
-		opts->source = pos.args[0];
-		pos.args[0] = NULL;
-		if (!opts->backend && !is_backend(opts->source)) {
+	if (opts->source && !opts->backend) {
+		if (!is_backend(opts->source)) {
 			fprintf(stderr, "keyfs: unknown source '%s' (the source is the backend: kernel or memory)\n",
 				opts->source);
-			goto out;
+			return -EINVAL;
 		}
-		if (!opts->backend && (ret = set_default(&opts->backend, opts->source)) < 0)
-			goto out;
-		ret = -EINVAL;
+		if (set_default(&opts->backend, opts->source) < 0)
+			return -ENOMEM;
 	}
 	if (set_default(&opts->backend, "kernel") < 0 ||
-	    set_default(&opts->default_type, "user") < 0) {
-		ret = -ENOMEM;
-		goto out;
-	}
+	    set_default(&opts->default_type, "user") < 0)
+		return -ENOMEM;
 	if (opts_validate(opts) < 0)
-		goto out;
+		return -EINVAL;
 	/* libfuse's own parser takes the mountpoint as its one positional. */
-	if (fuse_opt_add_arg(args, mountpoint) == -1) {
-		ret = -ENOMEM;
-		goto out;
-	}
-	ret = 0;
-out:
-	free(pos.args[0]);
-	free(pos.args[1]);
-	return ret;
+	if (fuse_opt_add_arg(args, opts->mountpoint) == -1)
+		return -ENOMEM;
+	return 0;
 }
 
 void opts_usage(const char *progname)
@@ -186,6 +165,7 @@ void opts_free(struct keyfs_opts *opts)
 {
 	free(opts->backend);
 	free(opts->source);
+	free(opts->mountpoint);
 	free(opts->store);
 	free(opts->root);
 	free(opts->default_type);
