@@ -1,0 +1,1983 @@
+/* backend-kernel.c: the kernel backend: real keyrings through libkeyutils. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/fsuid.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <keyutils.h>
+
+#include "backend.h"
+#include "perm.h"
+
+#define PROC_KEYS		"/proc/keys"
+#define PROC_KEY_USERS		"/proc/key-users"
+#define SYSCTL_KEYS		"/proc/sys/kernel/keys/"
+#define SLOTS_MIN		16	/* a hash table's first size, a power of 2 */
+#define SLURP_MIN		4096	/* first buffer for a /proc file */
+
+/* setgroups with 32-bit gids: the plain number on 64-bit kernels */
+#ifdef SYS_setgroups32
+#define SYS_SETGROUPS		SYS_setgroups32
+#else
+#define SYS_SETGROUPS		SYS_setgroups
+#endif
+
+/*
+ * What keyfs knows and the kernel does not keep.  The kernel shows no times
+ * and no parent links, describes no revoked key and shows a timeout only
+ * rounded in /proc/keys; so this backend remembers, per serial, the type and
+ * description (fixed for a key's life), the times keyfs made or saw changes,
+ * an expiry it set itself, the keyrings it saw linking the key, and for a
+ * keyring an index of its links by name.  All of it is touched from the one
+ * FUSE thread only.
+ */
+
+/* One link of a keyring's index, chained by serial and by name. */
+struct ient {
+	struct ient *serial_next;
+	struct ient *name_next;
+	kserial_t serial;
+	uint32_t hash;		/* of type and description, when named */
+	bool named;		/* type and description known: findable */
+	bool keyring;
+};
+
+/* What one listing of a keyring showed, with keyfs's own changes since. */
+struct kidx {
+	struct ient **by_serial;
+	struct ient **by_name;
+	size_t nslots;		/* of each table, a power of 2 */
+	size_t n;
+	unsigned nkeyrings;
+	struct timespec built;	/* CLOCK_MONOTONIC */
+};
+
+/* What keyfs knows of one serial. */
+struct kkey {
+	struct kkey *next;		/* hash chain */
+	kserial_t serial;
+	char type[KEYFS_TYPE_MAX + 1];
+	char *desc;			/* NULL until the key is described */
+	bool have_attr;			/* uid, gid, perm as last described */
+	uid_t uid;
+	gid_t gid;
+	uint32_t perm;
+	struct timespec mtime, ctime;	/* CLOCK_REALTIME */
+	bool exact_expiry;		/* expiry was set through keyfs */
+	time_t expiry;
+	struct timespec expiry_set;	/* CLOCK_MONOTONIC, when it was */
+	kserial_t *parents;		/* keyrings seen linking it */
+	size_t nparents, aparents;
+	struct kidx *idx;		/* keyring: its index, or NULL */
+};
+
+enum proc_timeout { TMO_NONE, TMO_EXPIRED, TMO_SET };
+
+/* One line of /proc/keys. */
+struct pent {
+	struct pent *next;
+	kserial_t serial;
+	char flags[8];			/* I R D Q U N i, '-' where unset */
+	uid_t uid;
+	gid_t gid;
+	uint32_t perm;
+	enum proc_timeout tmo;
+	time_t lo, hi;			/* TMO_SET: the expiry lies in [lo, hi) */
+};
+
+/* The last parse of /proc/keys. */
+struct pcache {
+	struct pent *ents;
+	size_t n;
+	struct pent **slots;
+	size_t nslots;
+	struct timespec when;		/* CLOCK_MONOTONIC */
+	bool valid;
+};
+
+struct keyfs_backend {
+	uid_t uid;			/* the mounter */
+	gid_t gid;
+	double cache_timeout;
+	uid_t own_fsuid;		/* the daemon's, restored after a caller's call */
+	gid_t own_fsgid;
+	gid_t *own_groups;
+	int own_ngroups;
+	struct kkey **slots;
+	size_t nslots, n;
+	struct pcache proc;
+};
+
+/* ---- small helpers ---- */
+
+static struct timespec mono_now(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t;
+}
+
+static struct timespec real_now(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_REALTIME, &t);
+	return t;
+}
+
+static double age_of(const struct timespec *t)
+{
+	struct timespec now = mono_now();
+
+	return (double)(now.tv_sec - t->tv_sec) +
+	       (double)(now.tv_nsec - t->tv_nsec) / 1e9;
+}
+
+static bool after(const struct timespec *a, const struct timespec *b)
+{
+	return a->tv_sec > b->tv_sec ||
+	       (a->tv_sec == b->tv_sec && a->tv_nsec > b->tv_nsec);
+}
+
+/* 0 from a keyctl call that succeeded, -errno from one that failed. */
+static int kerr(long r)
+{
+	return r < 0 ? -errno : 0;
+}
+
+static bool is_mounter(const struct keyfs_backend *b,
+		       const struct keyfs_cred *c)
+{
+	return !c || c->uid == b->uid;
+}
+
+static size_t serial_slot(kserial_t s, size_t nslots)
+{
+	return ((uint32_t)s * 2654435761u) & (nslots - 1);
+}
+
+static uint32_t name_hash(const char *type, const char *desc)
+{
+	uint32_t h = 2166136261u;
+
+	for (const char *p = type; *p; p++)
+		h = (h ^ (unsigned char)*p) * 16777619u;
+	h = (h ^ 0xff) * 16777619u;
+	for (const char *p = desc; *p; p++)
+		h = (h ^ (unsigned char)*p) * 16777619u;
+	return h;
+}
+
+/* A whole /proc file; *text_alloc is malloc'd and NUL-terminated. */
+static int slurp(const char *path, char **text_alloc, size_t *lenp)
+{
+	size_t cap = SLURP_MIN, len = 0;
+	char *buf = NULL, *nbuf;
+	int fd, ret = 0;
+	ssize_t r;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	buf = malloc(cap);
+	if (!buf) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	for (;;) {
+		if (len + 1 >= cap) {
+			nbuf = realloc(buf, cap * 2);
+			if (!nbuf) {
+				ret = -ENOMEM;
+				goto out;
+			}
+			buf = nbuf;
+			cap *= 2;
+		}
+		r = read(fd, buf + len, cap - len - 1);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			ret = -errno;
+			goto out;
+		}
+		if (r == 0)
+			break;
+		len += (size_t)r;
+	}
+	buf[len] = '\0';
+	*text_alloc = buf;
+	if (lenp)
+		*lenp = len;
+	buf = NULL;
+out:
+	free(buf);
+	close(fd);
+	return ret;
+}
+
+/* The start of the line after p's, or the terminating NUL. */
+static const char *next_line(const char *p)
+{
+	const char *nl = strchr(p, '\n');
+
+	return nl ? nl + 1 : p + strlen(p);
+}
+
+/* ---- acting as the caller ---- */
+
+/*
+ * Run the next keyctl call with the caller's fsuid, fsgid and groups, so the
+ * kernel checks permission itself, makes new keys the caller's and charges
+ * the caller's quota.  Only this thread may change: setfsuid and setfsgid
+ * are per thread in the kernel, and glibc's setgroups() would change every
+ * thread, hence the raw syscall.  Each op reads "check; caller_begin;
+ * keyctl; caller_end", and caller_end always runs once begin succeeded.
+ */
+static void caller_end(struct keyfs_backend *b, bool switched)
+{
+	if (!switched)
+		return;
+	setfsuid(b->own_fsuid);
+	setfsgid(b->own_fsgid);
+	syscall(SYS_SETGROUPS, (size_t)b->own_ngroups, b->own_groups);
+}
+
+static int caller_begin(struct keyfs_backend *b, const struct keyfs_cred *c,
+			bool *switched)
+{
+	int ngroups = c && c->groups ? c->ngroups : 0;
+
+	*switched = false;
+	if (is_mounter(b, c))
+		return 0;
+	/* keyfs not root: it cannot act for others, so refuses them */
+	if (syscall(SYS_SETGROUPS, (size_t)ngroups, c->groups) < 0)
+		return -EACCES;
+	setfsgid(c->gid);
+	setfsuid(c->uid);
+	/* setfsuid reports no failure: ask for an invalid id to read it */
+	if ((uid_t)setfsuid((uid_t)-1) != c->uid ||
+	    (gid_t)setfsgid((gid_t)-1) != c->gid) {
+		caller_end(b, true);
+		return -EACCES;
+	}
+	*switched = true;
+	return 0;
+}
+
+/* ---- the cache by serial ---- */
+
+static struct kkey *kkey_get(struct keyfs_backend *b, kserial_t s)
+{
+	struct kkey *k;
+
+	if (!b->nslots)
+		return NULL;
+	for (k = b->slots[serial_slot(s, b->nslots)]; k; k = k->next)
+		if (k->serial == s)
+			return k;
+	return NULL;
+}
+
+static int kkey_grow(struct keyfs_backend *b)
+{
+	size_t nslots = b->nslots ? b->nslots * 2 : SLOTS_MIN;
+	struct kkey **slots, *k, *next;
+
+	slots = calloc(nslots, sizeof(*slots));
+	if (!slots)
+		return -ENOMEM;
+	for (size_t i = 0; i < b->nslots; i++)
+		for (k = b->slots[i]; k; k = next) {
+			size_t j = serial_slot(k->serial, nslots);
+
+			next = k->next;
+			k->next = slots[j];
+			slots[j] = k;
+		}
+	free(b->slots);
+	b->slots = slots;
+	b->nslots = nslots;
+	return 0;
+}
+
+/* The entry for s, made (first seen now) when there is none; NULL: ENOMEM. */
+static struct kkey *kkey_make(struct keyfs_backend *b, kserial_t s)
+{
+	struct kkey *k = kkey_get(b, s);
+	size_t i;
+
+	if (k)
+		return k;
+	if (b->n >= b->nslots && kkey_grow(b) < 0)
+		return NULL;
+	k = calloc(1, sizeof(*k));
+	if (!k)
+		return NULL;
+	k->serial = s;
+	k->mtime = k->ctime = real_now();
+	i = serial_slot(s, b->nslots);
+	k->next = b->slots[i];
+	b->slots[i] = k;
+	b->n++;
+	return k;
+}
+
+static void idx_free(struct kidx *x)
+{
+	struct ient *e, *next;
+
+	if (!x)
+		return;
+	for (size_t i = 0; i < x->nslots; i++)
+		for (e = x->by_serial[i]; e; e = next) {
+			next = e->serial_next;
+			free(e);
+		}
+	free(x->by_serial);
+	free(x->by_name);
+	free(x);
+}
+
+static void kkey_free(struct kkey *k)
+{
+	idx_free(k->idx);
+	free(k->parents);
+	free(k->desc);
+	free(k);
+}
+
+/* Forget a key the kernel no longer has. */
+static void kkey_drop(struct keyfs_backend *b, kserial_t s)
+{
+	struct kkey **pp, *k;
+
+	if (!b->nslots)
+		return;
+	for (pp = &b->slots[serial_slot(s, b->nslots)]; (k = *pp);
+	     pp = &k->next)
+		if (k->serial == s) {
+			*pp = k->next;
+			kkey_free(k);
+			b->n--;
+			return;
+		}
+}
+
+static void touch_payload(struct kkey *k)
+{
+	if (k)
+		k->mtime = k->ctime = real_now();
+}
+
+static void touch_change(struct kkey *k)
+{
+	if (k)
+		k->ctime = real_now();
+}
+
+static int parent_add(struct kkey *k, kserial_t ring)
+{
+	kserial_t *p;
+
+	for (size_t i = 0; i < k->nparents; i++)
+		if (k->parents[i] == ring)
+			return 0;
+	if (k->nparents == k->aparents) {
+		size_t n = k->aparents ? k->aparents * 2 : 4;
+
+		p = realloc(k->parents, n * sizeof(*p));
+		if (!p)
+			return -ENOMEM;
+		k->parents = p;
+		k->aparents = n;
+	}
+	k->parents[k->nparents++] = ring;
+	return 0;
+}
+
+static void parent_del(struct kkey *k, kserial_t ring)
+{
+	if (!k)
+		return;
+	for (size_t i = 0; i < k->nparents; i++)
+		if (k->parents[i] == ring) {
+			k->parents[i] = k->parents[--k->nparents];
+			return;
+		}
+}
+
+/* Set what a description says.  A serial reused by a new key starts anew;
+ * a change of uid, gid or perm seen here is a change of the key. */
+static int kkey_note(struct kkey *k, const char *type, const char *desc)
+{
+	char *copy;
+
+	if (k->desc && strcmp(k->type, type) == 0 && strcmp(k->desc, desc) == 0)
+		return 0;
+	if (strlen(type) > KEYFS_TYPE_MAX)
+		return -EINVAL;
+	copy = strdup(desc);
+	if (!copy)
+		return -ENOMEM;
+	if (k->desc) {
+		k->have_attr = false;
+		k->exact_expiry = false;
+		k->nparents = 0;
+		k->mtime = k->ctime = real_now();
+		idx_free(k->idx);
+		k->idx = NULL;
+	}
+	free(k->desc);
+	k->desc = copy;
+	strcpy(k->type, type);
+	return 0;
+}
+
+static void kkey_note_attr(struct kkey *k, uid_t uid, gid_t gid, uint32_t perm)
+{
+	if (k->have_attr &&
+	    (k->uid != uid || k->gid != gid || k->perm != perm))
+		touch_change(k);
+	k->uid = uid;
+	k->gid = gid;
+	k->perm = perm;
+	k->have_attr = true;
+}
+
+/* ---- describing ---- */
+
+struct kdesc {
+	const char *type;
+	uid_t uid;
+	gid_t gid;
+	uint32_t perm;
+	const char *desc;
+};
+
+/* Split "type;uid;gid;perm;description" in place; the description may
+ * itself hold ';'. */
+static int parse_describe(char *text, struct kdesc *d)
+{
+	char *f[4], *p = text, *end;
+
+	for (int i = 0; i < 4; i++) {
+		f[i] = p;
+		p = strchr(p, ';');
+		if (!p)
+			return -EIO;
+		*p++ = '\0';
+	}
+	d->type = f[0];
+	d->uid = (uid_t)strtol(f[1], &end, 10);
+	if (*end)
+		return -EIO;
+	d->gid = (gid_t)strtol(f[2], &end, 10);
+	if (*end)
+		return -EIO;
+	d->perm = (uint32_t)strtoul(f[3], &end, 16);
+	if (*end)
+		return -EIO;
+	d->desc = p;
+	return 0;
+}
+
+/* keyctl describe as keyfs; where keyfs may not view the key, as the
+ * caller (whose own right to view is checked by perm_check afterwards). */
+static int describe_text(struct keyfs_backend *b, const struct keyfs_cred *c,
+			 kserial_t key, char **text_alloc)
+{
+	bool sw;
+	int ret;
+
+	ret = kerr(keyctl_describe_alloc(key, text_alloc));
+	if (ret != -EACCES || is_mounter(b, c))
+		return ret;
+	ret = caller_begin(b, c, &sw);
+	if (ret < 0)
+		return -EACCES;
+	ret = kerr(keyctl_describe_alloc(key, text_alloc));
+	caller_end(b, sw);
+	return ret;
+}
+
+/* Describe key into the cache; *kp is its entry.  -errno as keyctl gives
+ * it when the key cannot be described now. */
+static int kkey_learn(struct keyfs_backend *b, const struct keyfs_cred *c,
+		      kserial_t key, struct kkey **kp)
+{
+	struct kdesc d;
+	struct kkey *k;
+	char *text;
+	int ret;
+
+	ret = describe_text(b, c, key, &text);
+	if (ret < 0)
+		return ret;
+	ret = parse_describe(text, &d);
+	if (ret < 0)
+		goto out;
+	k = kkey_make(b, key);
+	if (!k) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	ret = kkey_note(k, d.type, d.desc);
+	if (ret < 0)
+		goto out;
+	kkey_note_attr(k, d.uid, d.gid, d.perm);
+	*kp = k;
+out:
+	free(text);
+	return ret;
+}
+
+/* ---- keyfs's own permission check for callers other than the mounter ---- */
+
+/* keyfs's check, before the kernel's, for a caller other than the mounter:
+ * the key's perm as freshly described, without possession (perm.h).  A key
+ * that cannot be described gives keyctl's error, as the kernel checks
+ * validity before permission. */
+static int check_key(struct keyfs_backend *b, const struct keyfs_cred *c,
+		     kserial_t key, unsigned want, unsigned or_want)
+{
+	struct kkey *k;
+	int ret;
+
+	if (is_mounter(b, c))
+		return 0;
+	ret = kkey_learn(b, c, key, &k);
+	if (ret < 0)
+		return ret;
+	ret = perm_check(c, k->uid, k->gid, k->perm, false, want);
+	if (ret < 0 && or_want)
+		ret = perm_check(c, k->uid, k->gid, k->perm, false, or_want);
+	return ret;
+}
+
+static bool in_groups(const struct keyfs_cred *c, gid_t gid)
+{
+	if (c->gid == gid)
+		return true;
+	for (int i = 0; c->groups && i < c->ngroups; i++)
+		if (c->groups[i] == gid)
+			return true;
+	return false;
+}
+
+/* ---- /proc/keys ---- */
+
+static int parse_timeout(const char *s, time_t now, struct pent *pe)
+{
+	unsigned long n, unit;
+	char *end;
+
+	pe->lo = pe->hi = 0;
+	if (strcmp(s, "perm") == 0) {
+		pe->tmo = TMO_NONE;
+		return 0;
+	}
+	if (strcmp(s, "expd") == 0) {
+		pe->tmo = TMO_EXPIRED;
+		pe->lo = pe->hi = now;
+		return 0;
+	}
+	n = strtoul(s, &end, 10);
+	switch (*end) {
+	case 's': unit = 1; break;
+	case 'm': unit = 60; break;
+	case 'h': unit = 60 * 60; break;
+	case 'd': unit = 24 * 60 * 60; break;
+	case 'w': unit = 7 * 24 * 60 * 60; break;
+	default: return -EIO;
+	}
+	pe->tmo = TMO_SET;
+	pe->lo = now + (time_t)(n * unit);
+	pe->hi = now + (time_t)((n + 1) * unit);
+	return 0;
+}
+
+/* "serial flags usage timeout perm uid gid type description" */
+static int parse_proc_line(const char *line, time_t now, struct pent *pe)
+{
+	unsigned serial, perm;
+	char flags[8], tmo[8];
+	int usage, uid, gid;
+
+	if (sscanf(line, "%x %7s %d %7s %x %d %d", &serial, flags, &usage,
+		   tmo, &perm, &uid, &gid) != 7)
+		return -EIO;
+	pe->serial = (kserial_t)serial;
+	memcpy(pe->flags, flags, sizeof(pe->flags));
+	pe->uid = (uid_t)uid;
+	pe->gid = (gid_t)gid;
+	pe->perm = perm;
+	return parse_timeout(tmo, now, pe);
+}
+
+static void pcache_free(struct pcache *pc)
+{
+	free(pc->ents);
+	free(pc->slots);
+	memset(pc, 0, sizeof(*pc));
+}
+
+/* Replace the cache with a parse of text. */
+static int pcache_fill(struct pcache *pc, const char *text)
+{
+	struct pcache n = { 0 };
+	size_t lines = 0, cap;
+	time_t now = time(NULL);
+	const char *p;
+
+	for (p = text; *p; p++)
+		lines += *p == '\n';
+	cap = lines + 1;
+	n.ents = calloc(cap, sizeof(*n.ents));
+	for (n.nslots = SLOTS_MIN; n.nslots < cap; n.nslots *= 2)
+		;
+	n.slots = calloc(n.nslots, sizeof(*n.slots));
+	if (!n.ents || !n.slots) {
+		pcache_free(&n);
+		return -ENOMEM;
+	}
+	for (p = text; *p && n.n < cap; p = next_line(p))
+		if (parse_proc_line(p, now, &n.ents[n.n]) == 0)
+			n.n++;
+	for (size_t i = 0; i < n.n; i++) {
+		size_t j = serial_slot(n.ents[i].serial, n.nslots);
+
+		n.ents[i].next = n.slots[j];
+		n.slots[j] = &n.ents[i];
+	}
+	n.when = mono_now();
+	n.valid = true;
+	pcache_free(pc);
+	*pc = n;
+	return 0;
+}
+
+static int proc_read(struct keyfs_backend *b, char **text_alloc)
+{
+	char *text;
+	int ret;
+
+	ret = slurp(PROC_KEYS, &text, NULL);
+	if (ret < 0)
+		return ret;
+	ret = pcache_fill(&b->proc, text);
+	if (ret < 0 || !text_alloc)
+		free(text);
+	else
+		*text_alloc = text;
+	return ret;
+}
+
+/* The parse of /proc/keys, re-read when older than the cache timeout. */
+static int proc_fresh(struct keyfs_backend *b, bool force)
+{
+	if (!force && b->proc.valid && age_of(&b->proc.when) < b->cache_timeout)
+		return 0;
+	return proc_read(b, NULL);
+}
+
+static struct pent *proc_find(struct keyfs_backend *b, kserial_t s)
+{
+	struct pent *pe;
+
+	if (!b->proc.valid)
+		return NULL;
+	for (pe = b->proc.slots[serial_slot(s, b->proc.nslots)]; pe;
+	     pe = pe->next)
+		if (pe->serial == s)
+			return pe;
+	return NULL;
+}
+
+/* ---- keyring indexes ---- */
+
+static struct kidx *idx_new(size_t hint)
+{
+	struct kidx *x = calloc(1, sizeof(*x));
+
+	if (!x)
+		return NULL;
+	for (x->nslots = SLOTS_MIN; x->nslots < hint; x->nslots *= 2)
+		;
+	x->by_serial = calloc(x->nslots, sizeof(*x->by_serial));
+	x->by_name = calloc(x->nslots, sizeof(*x->by_name));
+	if (!x->by_serial || !x->by_name) {
+		idx_free(x);
+		return NULL;
+	}
+	x->built = mono_now();
+	return x;
+}
+
+static struct ient *idx_by_serial(struct kidx *x, kserial_t s)
+{
+	struct ient *e;
+
+	for (e = x->by_serial[serial_slot(s, x->nslots)]; e;
+	     e = e->serial_next)
+		if (e->serial == s)
+			return e;
+	return NULL;
+}
+
+static struct ient *idx_by_name(struct keyfs_backend *b, struct kidx *x,
+				const char *type, const char *desc)
+{
+	uint32_t h = name_hash(type, desc);
+	struct ient *e;
+	struct kkey *k;
+
+	for (e = x->by_name[h & (x->nslots - 1)]; e; e = e->name_next) {
+		if (!e->named || e->hash != h)
+			continue;
+		k = kkey_get(b, e->serial);
+		if (k && k->desc && strcmp(k->type, type) == 0 &&
+		    strcmp(k->desc, desc) == 0)
+			return e;
+	}
+	return NULL;
+}
+
+static void idx_chain(struct kidx *x, struct ient *e)
+{
+	size_t i = serial_slot(e->serial, x->nslots);
+
+	e->serial_next = x->by_serial[i];
+	x->by_serial[i] = e;
+	if (e->named) {
+		i = e->hash & (x->nslots - 1);
+		e->name_next = x->by_name[i];
+		x->by_name[i] = e;
+	}
+}
+
+static int idx_grow(struct kidx *x)
+{
+	struct kidx n = *x;
+	struct ient *e, *next;
+
+	n.nslots = x->nslots * 2;
+	n.by_serial = calloc(n.nslots, sizeof(*n.by_serial));
+	n.by_name = calloc(n.nslots, sizeof(*n.by_name));
+	if (!n.by_serial || !n.by_name) {
+		free(n.by_serial);
+		free(n.by_name);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < x->nslots; i++)
+		for (e = x->by_serial[i]; e; e = next) {
+			next = e->serial_next;
+			idx_chain(&n, e);
+		}
+	free(x->by_serial);
+	free(x->by_name);
+	*x = n;
+	return 0;
+}
+
+/* Add serial s (whose entry k may be NULL or undescribed) to the index. */
+static int idx_insert(struct kidx *x, kserial_t s, const struct kkey *k)
+{
+	struct ient *e;
+
+	if (idx_by_serial(x, s))
+		return 0;
+	if (x->n >= x->nslots && idx_grow(x) < 0)
+		return -ENOMEM;
+	e = calloc(1, sizeof(*e));
+	if (!e)
+		return -ENOMEM;
+	e->serial = s;
+	e->named = k && k->desc;
+	if (e->named) {
+		e->hash = name_hash(k->type, k->desc);
+		e->keyring = keyfs_is_keyring_type(k->type);
+	}
+	idx_chain(x, e);
+	x->n++;
+	x->nkeyrings += e->keyring;
+	return 0;
+}
+
+static void idx_remove(struct kidx *x, kserial_t s)
+{
+	struct ient **pp, *e = NULL;
+
+	for (pp = &x->by_serial[serial_slot(s, x->nslots)]; *pp;
+	     pp = &(*pp)->serial_next)
+		if ((*pp)->serial == s) {
+			e = *pp;
+			*pp = e->serial_next;
+			break;
+		}
+	if (!e)
+		return;
+	if (e->named)
+		for (pp = &x->by_name[e->hash & (x->nslots - 1)]; *pp;
+		     pp = &(*pp)->name_next)
+			if (*pp == e) {
+				*pp = e->name_next;
+				break;
+			}
+	x->n--;
+	x->nkeyrings -= e->keyring;
+	free(e);
+}
+
+/* keyfs linked k into ring: the index (if built) follows, displacing the
+ * key of the same type and description as the kernel does. */
+static void note_link(struct keyfs_backend *b, kserial_t ring, struct kkey *k)
+{
+	struct kkey *r = kkey_get(b, ring);
+	struct ient *old;
+
+	if (!k)
+		return;
+	parent_add(k, ring);	/* on ENOMEM nlink is merely low */
+	if (!r || !r->idx || idx_by_serial(r->idx, k->serial))
+		return;
+	if (k->desc) {
+		old = idx_by_name(b, r->idx, k->type, k->desc);
+		if (old) {
+			parent_del(kkey_get(b, old->serial), ring);
+			idx_remove(r->idx, old->serial);
+		}
+	}
+	if (idx_insert(r->idx, k->serial, k) < 0) {
+		/* an index missing a key would hide it: list anew next time */
+		idx_free(r->idx);
+		r->idx = NULL;
+	}
+}
+
+/* ring changed in a way keyfs cannot follow: list it anew next time. */
+static void note_unknown(struct keyfs_backend *b, kserial_t ring)
+{
+	struct kkey *r = kkey_get(b, ring);
+
+	if (r && r->idx)
+		r->idx->built = (struct timespec){ 0, 0 };
+}
+
+static void note_unlink(struct keyfs_backend *b, kserial_t ring, kserial_t s)
+{
+	struct kkey *r = kkey_get(b, ring);
+
+	parent_del(kkey_get(b, s), ring);
+	if (r && r->idx)
+		idx_remove(r->idx, s);
+}
+
+/* Build ring's index anew from a listing: serials keyfs has described
+ * before cost nothing, new ones are described once. */
+static int idx_refresh(struct keyfs_backend *b, const struct keyfs_cred *c,
+		       kserial_t ring, const kserial_t *list, size_t n)
+{
+	struct kidx *x, *old;
+	struct kkey *r, *k;
+	bool changed;
+	int ret;
+
+	r = kkey_make(b, ring);
+	x = idx_new(n);
+	if (!r || !x) {
+		idx_free(x);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < n; i++) {
+		k = kkey_get(b, list[i]);
+		if (!k || !k->desc)
+			if (kkey_learn(b, c, list[i], &k) < 0)
+				k = kkey_get(b, list[i]);
+		ret = idx_insert(x, list[i], k);
+		if (ret == 0 && k)
+			ret = parent_add(k, ring);
+		if (ret < 0) {
+			idx_free(x);
+			return ret;
+		}
+	}
+	old = r->idx;
+	changed = old && old->n != x->n;
+	for (size_t i = 0; old && i < old->nslots; i++)
+		for (struct ient *e = old->by_serial[i]; e; e = e->serial_next)
+			if (!idx_by_serial(x, e->serial)) {
+				parent_del(kkey_get(b, e->serial), ring);
+				changed = true;
+			}
+	if (changed)
+		touch_payload(r);
+	idx_free(old);
+	r->idx = x;
+	return 0;
+}
+
+/* ---- payloads ---- */
+
+/* keyctl read with the size-probe protocol: ask the length, allocate,
+ * read, and again if it grew meanwhile.  The buffer is the caller's, to
+ * wipe and free; NULL when empty. */
+static int read_payload(kserial_t key, void **buf_alloc, size_t *lenp)
+{
+	void *buf = NULL;
+	long len, got;
+
+	len = keyctl_read(key, NULL, 0);
+	for (;;) {
+		if (len < 0)
+			return -errno;
+		if (len == 0) {
+			*buf_alloc = NULL;
+			*lenp = 0;
+			return 0;
+		}
+		buf = malloc((size_t)len);
+		if (!buf)
+			return -ENOMEM;
+		got = keyctl_read(key, buf, (size_t)len);
+		if (got >= 0 && got <= len)
+			break;
+		explicit_bzero(buf, (size_t)len);
+		free(buf);
+		len = got;
+	}
+	*buf_alloc = buf;
+	*lenp = (size_t)got;
+	return 0;
+}
+
+/* A keyring's links, read as the caller; the index follows the listing. */
+static int read_keyring(struct keyfs_backend *b, const struct keyfs_cred *c,
+			kserial_t ring, kserial_t **out, size_t *n)
+{
+	void *buf = NULL;
+	size_t len = 0;
+	bool sw;
+	int ret;
+
+	ret = caller_begin(b, c, &sw);
+	if (ret < 0)
+		return ret;
+	ret = read_payload(ring, &buf, &len);
+	caller_end(b, sw);
+	if (ret < 0)
+		return ret;
+	ret = idx_refresh(b, c, ring, buf, len / sizeof(kserial_t));
+	if (ret < 0) {
+		free(buf);
+		return ret;
+	}
+	*out = buf;
+	*n = len / sizeof(kserial_t);
+	return 0;
+}
+
+/* ring's index, listed anew when older than the cache timeout. */
+static int idx_get(struct keyfs_backend *b, const struct keyfs_cred *c,
+		   kserial_t ring, struct kidx **xp)
+{
+	struct kkey *r = kkey_get(b, ring);
+	kserial_t *list;
+	size_t n;
+	int ret;
+
+	if (!r || !r->idx || age_of(&r->idx->built) >= b->cache_timeout) {
+		ret = read_keyring(b, c, ring, &list, &n);
+		if (ret < 0)
+			return ret;
+		free(list);
+		r = kkey_get(b, ring);
+	}
+	*xp = r->idx;
+	return 0;
+}
+
+static int payload_limit(const char *type, size_t len)
+{
+	if ((strcmp(type, "user") == 0 || strcmp(type, "logon") == 0) &&
+	    len > KEYFS_USER_PAYLOAD_MAX)
+		return -EFBIG;
+	if (strcmp(type, "big_key") == 0 && len > KEYFS_BIG_PAYLOAD_MAX)
+		return -EFBIG;
+	return 0;
+}
+
+/* ---- init and destroy ---- */
+
+static int kernel_init(struct keyfs_backend **bp,
+		       const struct backend_config *cfg, char *err,
+		       size_t errlen)
+{
+	struct keyfs_backend *b;
+	int n, ret;
+
+	/* a daemon may have no process keyring yet: ENOKEY still answers */
+	if (keyctl_get_keyring_ID(KEY_SPEC_PROCESS_KEYRING, 0) < 0 &&
+	    errno != ENOKEY) {
+		ret = -errno;
+		if (ret == -ENOSYS)
+			snprintf(err, errlen, "the kernel has no key retention "
+				 "service (CONFIG_KEYS): use -o backend=memory");
+		else if (ret == -EPERM || ret == -EACCES)
+			snprintf(err, errlen, "keyctl is refused (%s), likely "
+				 "by a seccomp filter: use -o backend=memory",
+				 strerror(-ret));
+		else
+			snprintf(err, errlen, "keyctl fails: %s: use -o "
+				 "backend=memory", strerror(-ret));
+		return ret;
+	}
+	b = calloc(1, sizeof(*b));
+	if (!b)
+		goto nomem;
+	b->uid = cfg->uid;
+	b->gid = cfg->gid;
+	b->cache_timeout = cfg->cache_timeout;
+	b->own_fsuid = (uid_t)setfsuid((uid_t)-1);
+	b->own_fsgid = (gid_t)setfsgid((gid_t)-1);
+	n = getgroups(0, NULL);
+	if (n > 0) {
+		b->own_groups = calloc((size_t)n, sizeof(gid_t));
+		if (!b->own_groups)
+			goto nomem;
+		n = getgroups(n, b->own_groups);
+	}
+	b->own_ngroups = n > 0 ? n : 0;
+	*bp = b;
+	return 0;
+nomem:
+	free(b);
+	snprintf(err, errlen, "out of memory");
+	return -ENOMEM;
+}
+
+static void kernel_destroy(struct keyfs_backend *b)
+{
+	struct kkey *k, *next;
+
+	if (!b)
+		return;
+	for (size_t i = 0; i < b->nslots; i++)
+		for (k = b->slots[i]; k; k = next) {
+			next = k->next;
+			kkey_free(k);
+		}
+	free(b->slots);
+	pcache_free(&b->proc);
+	free(b->own_groups);
+	free(b);
+}
+
+/* ---- special keyrings ---- */
+
+static int kernel_special(struct keyfs_backend *b, const struct keyfs_cred *c,
+			  int which, bool create, kserial_t *out)
+{
+	key_serial_t s;
+
+	(void)b;
+	(void)c;
+	if (which < KEYFS_SPEC_USER_SESSION || which > KEYFS_SPEC_THREAD)
+		return -EINVAL;
+	s = keyctl_get_keyring_ID(which, create);
+	if (s < 0)
+		return -errno;
+	*out = s;
+	return 0;
+}
+
+/* Linked into keyfs's own process keyring, so nothing of the user's is
+ * touched. */
+static int kernel_persistent(struct keyfs_backend *b,
+			     const struct keyfs_cred *c, kserial_t *out)
+{
+	long s;
+
+	s = keyctl_get_persistent(c ? c->uid : b->uid,
+				  KEY_SPEC_PROCESS_KEYRING);
+	if (s < 0)
+		return -errno;
+	*out = (kserial_t)s;
+	return 0;
+}
+
+/* ---- describe ---- */
+
+/* The expiry keyfs set is exact; /proc/keys' rounded value stands where
+ * keyfs set none, or where a later /proc/keys shows someone else set
+ * another one. */
+static time_t key_expiry(struct keyfs_backend *b, struct kkey *k,
+			 const struct pent *pe, enum key_state state)
+{
+	if (k->exact_expiry && pe && after(&b->proc.when, &k->expiry_set)) {
+		bool same;
+
+		switch (pe->tmo) {
+		case TMO_NONE:
+			same = k->expiry == 0;
+			break;
+		case TMO_EXPIRED:
+			same = k->expiry != 0 && k->expiry <= pe->lo + 1;
+			break;
+		default:
+			same = k->expiry >= pe->lo - 1 &&
+			       k->expiry <= pe->hi + 1;
+			break;
+		}
+		if (!same && state != KEY_STATE_REVOKED)
+			k->exact_expiry = false;
+	}
+	if (k->exact_expiry)
+		return k->expiry;
+	if (!pe || state == KEY_STATE_REVOKED)
+		return 0;
+	return pe->hi;	/* rounded up: never earlier than the kernel will expire it */
+}
+
+/* A key keyctl no longer describes (revoked, expired, negative,
+ * invalidated): what keyfs remembers, with /proc/keys' ids and perm. */
+static int describe_dead(struct keyfs_backend *b, const struct keyfs_cred *c,
+			 kserial_t key, int err, struct key_info *out)
+{
+	struct kkey *k = kkey_get(b, key);
+	struct pent *pe;
+	enum key_state state;
+	int ret;
+
+	if (err != -EKEYREVOKED && err != -EKEYEXPIRED && err != -ENOKEY)
+		return err;
+	/* ENOKEY also means gone: only a fresh /proc/keys tells */
+	ret = proc_fresh(b, err == -ENOKEY);
+	if (ret < 0)
+		return err;
+	pe = proc_find(b, key);
+	if (err == -ENOKEY && !pe) {
+		kkey_drop(b, key);
+		return err;
+	}
+	if (!k || !k->desc)
+		return err;
+	if (pe && pe->flags[6] == 'i')
+		state = KEY_STATE_INVALIDATED;
+	else if (err == -EKEYREVOKED)
+		state = KEY_STATE_REVOKED;
+	else if (err == -EKEYEXPIRED)
+		state = KEY_STATE_EXPIRED;
+	else if (pe && pe->flags[5] == 'N')
+		state = KEY_STATE_NEGATIVE;
+	else
+		return err;
+	if (pe)
+		kkey_note_attr(k, pe->uid, pe->gid, pe->perm);
+	if (!k->have_attr)
+		return err;
+	if (!is_mounter(b, c) &&
+	    perm_check(c, k->uid, k->gid, k->perm, false, KEYFS_PERM_VIEW) < 0)
+		return -EACCES;
+	memset(out, 0, sizeof(*out));
+	out->state = state;
+	out->expiry = key_expiry(b, k, pe, state);
+	return 0;
+}
+
+/* The payload length as the caller may read it, or -errno (EACCES where
+ * keyfs does not let it read). */
+static long key_size(struct keyfs_backend *b, const struct keyfs_cred *c,
+		     const struct kkey *k)
+{
+	bool sw;
+	long len;
+
+	if (!is_mounter(b, c) &&
+	    perm_check(c, k->uid, k->gid, k->perm, false, KEYFS_PERM_READ) < 0)
+		return -EACCES;
+	if (caller_begin(b, c, &sw) < 0)
+		return -EACCES;
+	len = keyctl_read(k->serial, NULL, 0);
+	if (len < 0)
+		len = -errno;
+	caller_end(b, sw);
+	return len;
+}
+
+static int describe_live(struct keyfs_backend *b, const struct keyfs_cred *c,
+			 struct kkey *k, struct key_info *out)
+{
+	kserial_t serial = k->serial;
+	struct pent *pe;
+	struct kidx *x;
+	long size;
+
+	if (!is_mounter(b, c) &&
+	    perm_check(c, k->uid, k->gid, k->perm, false, KEYFS_PERM_VIEW) < 0)
+		return -EACCES;
+	memset(out, 0, sizeof(*out));
+	out->state = KEY_STATE_VALID;
+	if (proc_fresh(b, false) == 0 && (pe = proc_find(b, serial))) {
+		if (pe->flags[5] == 'N')
+			out->state = KEY_STATE_NEGATIVE;
+		else if (pe->flags[0] != 'I')
+			out->state = KEY_STATE_PENDING;
+	} else {
+		pe = NULL;
+	}
+	/* keyctl describes a negative key but does not read it: that tells
+	 * a key newer than the last /proc/keys */
+	size = out->state == KEY_STATE_PENDING ? 0 : key_size(b, c, k);
+	if (size == -ENOKEY)
+		out->state = KEY_STATE_NEGATIVE;
+	out->expiry = key_expiry(b, k, pe, out->state);
+	if (keyfs_is_keyring_type(k->type)) {
+		out->nlink = 2;
+		/* listing a keyring may describe its keys: k may move */
+		if (idx_get(b, c, serial, &x) == 0)
+			out->nlink += x->nkeyrings;
+	}
+	k = kkey_get(b, serial);
+	if (!k)
+		return -ENOKEY;
+	if (!keyfs_is_keyring_type(k->type))
+		out->nlink = k->nparents ? (unsigned)k->nparents : 1;
+	out->size = size < 0 ? 0 : (size_t)size;
+	return 0;
+}
+
+static int kernel_describe(struct keyfs_backend *b, const struct keyfs_cred *c,
+			   kserial_t key, struct key_info *out)
+{
+	struct key_info info;
+	struct kkey *k = NULL;
+	int ret;
+
+	ret = kkey_learn(b, c, key, &k);
+	if (ret == 0)
+		ret = describe_live(b, c, k, &info);
+	else
+		ret = describe_dead(b, c, key, ret, &info);
+	if (ret < 0)
+		return ret;
+	k = kkey_get(b, key);
+	if (!k)
+		return -ENOKEY;
+	info.serial = key;
+	strcpy(info.type, k->type);
+	snprintf(info.desc, sizeof(info.desc), "%s", k->desc);
+	info.uid = k->uid;
+	info.gid = k->gid;
+	info.perm = k->perm;
+	if (!info.nlink)
+		info.nlink = keyfs_is_keyring_type(k->type) ? 2 :
+			     k->nparents ? (unsigned)k->nparents : 1;
+	info.possessed = is_mounter(b, c);
+	info.mtime = k->mtime;
+	info.ctime = k->ctime;
+	*out = info;
+	return 0;
+}
+
+/* ---- reading and listing ---- */
+
+static int kernel_read(struct keyfs_backend *b, const struct keyfs_cred *c,
+		       kserial_t key, void **buf_alloc, size_t *len)
+{
+	bool sw;
+	int ret;
+
+	ret = check_key(b, c, key, KEYFS_PERM_READ, 0);
+	if (ret < 0)
+		return ret;
+	ret = caller_begin(b, c, &sw);
+	if (ret < 0)
+		return ret;
+	ret = read_payload(key, buf_alloc, len);
+	caller_end(b, sw);
+	return ret;
+}
+
+static int kernel_list(struct keyfs_backend *b, const struct keyfs_cred *c,
+		       kserial_t keyring, kserial_t **out_alloc, size_t *n)
+{
+	kserial_t *list;
+	size_t cnt;
+	int ret;
+
+	ret = check_key(b, c, keyring, KEYFS_PERM_READ, 0);
+	if (ret < 0)
+		return ret;
+	ret = read_keyring(b, c, keyring, &list, &cnt);
+	if (ret < 0)
+		return ret;
+	*out_alloc = list;
+	*n = cnt;
+	return 0;
+}
+
+static int kernel_find(struct keyfs_backend *b, const struct keyfs_cred *c,
+		       kserial_t keyring, const char *type, const char *desc,
+		       kserial_t *out)
+{
+	struct ient *e;
+	struct kidx *x;
+	int ret;
+
+	ret = check_key(b, c, keyring, KEYFS_PERM_SEARCH, KEYFS_PERM_READ);
+	if (ret < 0)
+		return ret;
+	ret = idx_get(b, c, keyring, &x);
+	/* search alone lets the kernel find a key by name, though not read
+	 * the keyring: keyfs lists it for the caller its check let in */
+	if (ret == -EACCES && !is_mounter(b, c))
+		ret = idx_get(b, NULL, keyring, &x);
+	if (ret < 0)
+		return ret;
+	e = idx_by_name(b, x, type, desc);
+	if (!e)
+		return -ENOKEY;
+	*out = e->serial;
+	return 0;
+}
+
+static int kernel_list_all(struct keyfs_backend *b, const struct keyfs_cred *c,
+			   kserial_t **out_alloc, size_t *n)
+{
+	kserial_t *out = NULL;
+	size_t cnt = 0;
+	int ret;
+
+	ret = proc_read(b, NULL);
+	if (ret < 0)
+		return ret;
+	if (b->proc.n) {
+		out = malloc(b->proc.n * sizeof(*out));
+		if (!out)
+			return -ENOMEM;
+	}
+	for (size_t i = 0; i < b->proc.n; i++) {
+		const struct pent *pe = &b->proc.ents[i];
+
+		if (is_mounter(b, c) ||
+		    perm_check(c, pe->uid, pe->gid, pe->perm, false,
+			       KEYFS_PERM_VIEW) == 0)
+			out[cnt++] = pe->serial;
+	}
+	if (!cnt) {
+		free(out);
+		out = NULL;
+	}
+	*out_alloc = out;
+	*n = cnt;
+	return 0;
+}
+
+/* ---- changing keys ---- */
+
+/* The key's cache entry with its type and description, for the index. */
+static struct kkey *kkey_known(struct keyfs_backend *b,
+			       const struct keyfs_cred *c, kserial_t key)
+{
+	struct kkey *k = kkey_get(b, key);
+
+	if (!k || !k->desc)
+		if (kkey_learn(b, c, key, &k) < 0)
+			k = kkey_make(b, key);
+	return k;
+}
+
+/* keyfs made serial s in ring through add_key, or updated it: add_key's
+ * match is exact, so the key has this type and description. */
+static void note_added(struct keyfs_backend *b, kserial_t ring, kserial_t s,
+		       const char *type, const char *desc)
+{
+	struct kkey *k = kkey_get(b, s);
+	bool known = k && k->desc && strcmp(k->type, type) == 0 &&
+		     strcmp(k->desc, desc) == 0;
+
+	if (!k)
+		k = kkey_make(b, s);
+	if (!k || kkey_note(k, type, desc) < 0)
+		return;
+	if (known)
+		touch_payload(k);
+	touch_payload(kkey_get(b, ring));
+	note_link(b, ring, k);
+}
+
+static int kernel_add(struct keyfs_backend *b, const struct keyfs_cred *c,
+		      const char *type, const char *desc, const void *payload,
+		      size_t len, kserial_t keyring, kserial_t *out)
+{
+	struct kkey *r = kkey_get(b, keyring);
+	struct ient *old;
+	key_serial_t s;
+	bool sw;
+	int ret;
+
+	ret = payload_limit(type, len);
+	if (ret == 0)
+		ret = check_key(b, c, keyring, KEYFS_PERM_WRITE, 0);
+	/* add_key updates the key of that name: it takes write on that key */
+	if (ret == 0 && !is_mounter(b, c) && r && r->idx &&
+	    (old = idx_by_name(b, r->idx, type, desc)))
+		ret = check_key(b, c, old->serial, KEYFS_PERM_WRITE, 0);
+	if (ret == 0)
+		ret = caller_begin(b, c, &sw);
+	if (ret < 0)
+		return ret;
+	s = add_key(type, desc, payload, len, keyring);
+	ret = kerr(s);
+	caller_end(b, sw);
+	if (ret < 0)
+		return ret;
+	note_added(b, keyring, s, type, desc);
+	*out = s;
+	return 0;
+}
+
+static int kernel_update(struct keyfs_backend *b, const struct keyfs_cred *c,
+			 kserial_t key, const void *payload, size_t len)
+{
+	struct kkey *k;
+	bool sw;
+	int ret;
+
+	ret = check_key(b, c, key, KEYFS_PERM_WRITE, 0);
+	if (ret < 0)
+		return ret;
+	k = kkey_get(b, key);
+	if (!k || !k->desc)
+		kkey_learn(b, c, key, &k);
+	k = kkey_get(b, key);
+	if (k && k->desc) {
+		ret = payload_limit(k->type, len);
+		if (ret < 0)
+			return ret;
+	}
+	ret = caller_begin(b, c, &sw);
+	if (ret < 0)
+		return ret;
+	ret = kerr(keyctl_update(key, payload, len));
+	caller_end(b, sw);
+	if (ret == 0)
+		touch_payload(kkey_get(b, key));
+	return ret;
+}
+
+static int kernel_link(struct keyfs_backend *b, const struct keyfs_cred *c,
+		       kserial_t key, kserial_t keyring)
+{
+	bool sw;
+	int ret;
+
+	ret = check_key(b, c, key, KEYFS_PERM_LINK, 0);
+	if (ret == 0)
+		ret = check_key(b, c, keyring, KEYFS_PERM_WRITE, 0);
+	if (ret == 0)
+		ret = caller_begin(b, c, &sw);
+	if (ret < 0)
+		return ret;
+	ret = kerr(keyctl_link(key, keyring));
+	caller_end(b, sw);
+	if (ret < 0)
+		return ret;
+	touch_payload(kkey_get(b, keyring));
+	touch_change(kkey_get(b, key));
+	note_link(b, keyring, kkey_known(b, c, key));
+	return 0;
+}
+
+static int kernel_unlink(struct keyfs_backend *b, const struct keyfs_cred *c,
+			 kserial_t key, kserial_t keyring)
+{
+	bool sw;
+	int ret;
+
+	ret = check_key(b, c, keyring, KEYFS_PERM_WRITE, 0);
+	if (ret == 0)
+		ret = caller_begin(b, c, &sw);
+	if (ret < 0)
+		return ret;
+	ret = kerr(keyctl_unlink(key, keyring));
+	caller_end(b, sw);
+	if (ret < 0)
+		return ret;
+	touch_payload(kkey_get(b, keyring));
+	touch_change(kkey_get(b, key));
+	note_unlink(b, keyring, key);
+	return 0;
+}
+
+static int kernel_move(struct keyfs_backend *b, const struct keyfs_cred *c,
+		       kserial_t key, kserial_t from, kserial_t to,
+		       unsigned flags)
+{
+	unsigned kflags = flags & KEYFS_MOVE_EXCL ? KEYCTL_MOVE_EXCL : 0;
+	bool sw;
+	int ret;
+
+	ret = check_key(b, c, key, KEYFS_PERM_LINK, 0);
+	if (ret == 0)
+		ret = check_key(b, c, from, KEYFS_PERM_WRITE, 0);
+	if (ret == 0)
+		ret = check_key(b, c, to, KEYFS_PERM_WRITE, 0);
+	if (ret == 0)
+		ret = caller_begin(b, c, &sw);
+	if (ret < 0)
+		return ret;
+	ret = kerr(keyctl_move(key, from, to, kflags));
+	caller_end(b, sw);
+	if (ret < 0)
+		return ret;
+	touch_payload(kkey_get(b, from));
+	touch_payload(kkey_get(b, to));
+	touch_change(kkey_get(b, key));
+	note_unlink(b, from, key);
+	note_link(b, to, kkey_known(b, c, key));
+	return 0;
+}
+
+static int kernel_revoke(struct keyfs_backend *b, const struct keyfs_cred *c,
+			 kserial_t key)
+{
+	bool sw;
+	int ret;
+
+	/* the kernel takes setattr where write is missing */
+	ret = check_key(b, c, key, KEYFS_PERM_WRITE, KEYFS_PERM_SETATTR);
+	if (ret == 0)
+		ret = caller_begin(b, c, &sw);
+	if (ret < 0)
+		return ret;
+	ret = kerr(keyctl_revoke(key));
+	caller_end(b, sw);
+	if (ret == 0)
+		touch_change(kkey_get(b, key));
+	return ret;
+}
+
+static int kernel_invalidate(struct keyfs_backend *b,
+			     const struct keyfs_cred *c, kserial_t key)
+{
+	struct kkey *k;
+	bool sw;
+	int ret;
+
+	ret = check_key(b, c, key, KEYFS_PERM_SEARCH, 0);
+	if (ret == 0)
+		ret = caller_begin(b, c, &sw);
+	if (ret < 0)
+		return ret;
+	ret = kerr(keyctl_invalidate(key));
+	caller_end(b, sw);
+	if (ret < 0)
+		return ret;
+	/* the kernel's collector unlinks it from every keyring at once */
+	k = kkey_get(b, key);
+	if (!k)
+		return 0;
+	touch_change(k);
+	while (k->nparents) {
+		kserial_t ring = k->parents[0];
+
+		touch_payload(kkey_get(b, ring));
+		note_unlink(b, ring, key);
+	}
+	return 0;
+}
+
+static int kernel_clear(struct keyfs_backend *b, const struct keyfs_cred *c,
+			kserial_t keyring)
+{
+	struct kkey *r;
+	bool sw;
+	int ret;
+
+	ret = check_key(b, c, keyring, KEYFS_PERM_WRITE, 0);
+	if (ret == 0)
+		ret = caller_begin(b, c, &sw);
+	if (ret < 0)
+		return ret;
+	ret = kerr(keyctl_clear(keyring));
+	caller_end(b, sw);
+	if (ret < 0)
+		return ret;
+	r = kkey_get(b, keyring);
+	if (!r)
+		return 0;
+	touch_payload(r);
+	if (!r->idx)
+		return 0;
+	for (size_t i = 0; i < r->idx->nslots; i++)
+		for (struct ient *e = r->idx->by_serial[i]; e;
+		     e = e->serial_next)
+			parent_del(kkey_get(b, e->serial), keyring);
+	idx_free(r->idx);
+	r->idx = idx_new(0);	/* empty and fresh; NULL: list anew */
+	return 0;
+}
+
+static int kernel_setperm(struct keyfs_backend *b, const struct keyfs_cred *c,
+			  kserial_t key, uint32_t perm)
+{
+	struct kkey *k;
+	bool sw;
+	int ret;
+
+	if (perm & ~(uint32_t)0x3f3f3f3f)
+		return -EINVAL;
+	ret = check_key(b, c, key, KEYFS_PERM_SETATTR, 0);
+	/* keyfs may be root: the owner rule must be keyfs's own */
+	if (ret == 0 && !is_mounter(b, c) && kkey_get(b, key)->uid != c->uid)
+		ret = -EACCES;
+	if (ret == 0)
+		ret = caller_begin(b, c, &sw);
+	if (ret < 0)
+		return ret;
+	ret = kerr(keyctl_setperm(key, perm));
+	caller_end(b, sw);
+	k = kkey_get(b, key);
+	if (ret == 0 && k) {
+		if (k->have_attr)
+			k->perm = perm;
+		touch_change(k);
+	}
+	return ret;
+}
+
+/* The kernel's chown rules for a caller without CAP_SYS_ADMIN, which keyfs
+ * itself may hold: the uid stays, the gid becomes one of the caller's. */
+static int chown_allowed(const struct keyfs_cred *c, const struct kkey *k,
+			 uid_t uid, gid_t gid)
+{
+	if (uid != (uid_t)-1 && uid != k->uid)
+		return -EACCES;
+	if (gid != (gid_t)-1 && gid != k->gid && !in_groups(c, gid))
+		return -EACCES;
+	return 0;
+}
+
+static int kernel_chown(struct keyfs_backend *b, const struct keyfs_cred *c,
+			kserial_t key, uid_t uid, gid_t gid)
+{
+	struct kkey *k;
+	bool sw;
+	int ret;
+
+	if (uid == (uid_t)-1 && gid == (gid_t)-1)
+		return 0;
+	ret = check_key(b, c, key, KEYFS_PERM_SETATTR, 0);
+	if (ret == 0 && !is_mounter(b, c))
+		ret = chown_allowed(c, kkey_get(b, key), uid, gid);
+	if (ret == 0)
+		ret = caller_begin(b, c, &sw);
+	if (ret < 0)
+		return ret;
+	ret = kerr(keyctl_chown(key, uid, gid));
+	caller_end(b, sw);
+	k = kkey_get(b, key);
+	if (ret == 0 && k) {
+		if (k->have_attr && uid != (uid_t)-1)
+			k->uid = uid;
+		if (k->have_attr && gid != (gid_t)-1)
+			k->gid = gid;
+		touch_change(k);
+	}
+	return ret;
+}
+
+static int kernel_set_timeout(struct keyfs_backend *b,
+			      const struct keyfs_cred *c, kserial_t key,
+			      unsigned secs)
+{
+	struct kkey *k;
+	bool sw;
+	int ret;
+
+	ret = check_key(b, c, key, KEYFS_PERM_SETATTR, 0);
+	if (ret == 0)
+		ret = caller_begin(b, c, &sw);
+	if (ret < 0)
+		return ret;
+	ret = kerr(keyctl_set_timeout(key, secs));
+	caller_end(b, sw);
+	if (ret < 0)
+		return ret;
+	/* the kernel counts from the same real-time second */
+	k = kkey_make(b, key);
+	if (k) {
+		k->exact_expiry = true;
+		k->expiry = secs ? time(NULL) + (time_t)secs : 0;
+		k->expiry_set = mono_now();
+		touch_change(k);
+	}
+	return 0;
+}
+
+static int kernel_restrict(struct keyfs_backend *b, const struct keyfs_cred *c,
+			   kserial_t keyring, const char *type,
+			   const char *restriction)
+{
+	bool sw;
+	int ret;
+
+	ret = check_key(b, c, keyring, KEYFS_PERM_SETATTR, 0);
+	if (ret == 0)
+		ret = caller_begin(b, c, &sw);
+	if (ret < 0)
+		return ret;
+	ret = kerr(keyctl_restrict_keyring(keyring, type, restriction));
+	caller_end(b, sw);
+	if (ret == 0)
+		touch_change(kkey_get(b, keyring));
+	return ret;
+}
+
+/* request_key(2) searches keyfs's own keyrings, which keyfs possesses; a
+ * caller other than the mounter possesses nothing, so the key found must
+ * grant that caller search by perm_check alone. */
+static int request_common(struct keyfs_backend *b, const struct keyfs_cred *c,
+			  const char *type, const char *desc,
+			  const char *callout, kserial_t dest, kserial_t *out)
+{
+	key_serial_t s;
+	struct kkey *k;
+	bool sw;
+	int ret = 0;
+
+	if (dest)
+		ret = check_key(b, c, dest, KEYFS_PERM_WRITE, 0);
+	if (ret == 0)
+		ret = caller_begin(b, c, &sw);
+	if (ret < 0)
+		return ret;
+	s = request_key(type, desc, callout, dest);
+	ret = kerr(s);
+	caller_end(b, sw);
+	/* a failed construction may still link a negative key into dest */
+	if (ret < 0 && dest)
+		note_unknown(b, dest);
+	if (ret < 0)
+		return ret;
+	/* the match may be inexact for some types: describe what was found */
+	k = kkey_known(b, c, s);
+	if (dest) {
+		touch_payload(kkey_get(b, dest));
+		note_link(b, dest, k);
+	}
+	ret = check_key(b, c, s, KEYFS_PERM_SEARCH, 0);
+	if (ret < 0)
+		return ret;
+	*out = s;
+	return 0;
+}
+
+static int kernel_request(struct keyfs_backend *b, const struct keyfs_cred *c,
+			  const char *type, const char *desc,
+			  const char *callout, kserial_t dest, kserial_t *out)
+{
+	return request_common(b, c, type, desc, callout, dest, out);
+}
+
+static int kernel_search(struct keyfs_backend *b, const struct keyfs_cred *c,
+			 const char *type, const char *desc, kserial_t *out)
+{
+	return request_common(b, c, type, desc, NULL, 0, out);
+}
+
+static int kernel_security(struct keyfs_backend *b, const struct keyfs_cred *c,
+			   kserial_t key, char **label_alloc)
+{
+	bool sw;
+	int ret;
+
+	ret = check_key(b, c, key, KEYFS_PERM_VIEW, 0);
+	if (ret == 0)
+		ret = caller_begin(b, c, &sw);
+	if (ret < 0)
+		return ret;
+	ret = kerr(keyctl_get_security_alloc(key, label_alloc));
+	caller_end(b, sw);
+	return ret;
+}
+
+/* ---- /proc text and quotas ---- */
+
+/* The lines of /proc/keys text naming keys the caller may view without
+ * possessing them, moved to the front of text. */
+static void filter_proc_keys(const struct keyfs_cred *c, char *text)
+{
+	time_t now = time(NULL);
+	char *w = text;
+	const char *p, *next;
+	struct pent pe;
+
+	for (p = text; *p; p = next) {
+		next = next_line(p);
+		if (parse_proc_line(p, now, &pe) < 0 ||
+		    perm_check(c, pe.uid, pe.gid, pe.perm, false,
+			       KEYFS_PERM_VIEW) < 0)
+			continue;
+		memmove(w, p, (size_t)(next - p));
+		w += next - p;
+	}
+	*w = '\0';
+}
+
+static int kernel_proc_keys(struct keyfs_backend *b,
+			    const struct keyfs_cred *c, char **text_alloc)
+{
+	char *text;
+	int ret;
+
+	ret = proc_read(b, &text);
+	if (ret < 0)
+		return ret;
+	if (!is_mounter(b, c))
+		filter_proc_keys(c, text);
+	*text_alloc = text;
+	return 0;
+}
+
+static int kernel_proc_key_users(struct keyfs_backend *b,
+				 const struct keyfs_cred *c, char **text_alloc)
+{
+	(void)b;
+	(void)c;
+	return slurp(PROC_KEY_USERS, text_alloc, NULL);
+}
+
+/* Names as `keyctl supports` prints them, by capability byte and bit. */
+static const struct {
+	const char *name;
+	unsigned byte;
+	unsigned bit;
+} caps[] = {
+	{ "have_capabilities", 0, KEYCTL_CAPS0_CAPABILITIES },
+	{ "have_persistent_keyrings", 0, KEYCTL_CAPS0_PERSISTENT_KEYRINGS },
+	{ "have_dh_compute", 0, KEYCTL_CAPS0_DIFFIE_HELLMAN },
+	{ "have_public_key", 0, KEYCTL_CAPS0_PUBLIC_KEY },
+	{ "have_big_key_type", 0, KEYCTL_CAPS0_BIG_KEY },
+	{ "have_key_invalidate", 0, KEYCTL_CAPS0_INVALIDATE },
+	{ "have_restrict_keyring", 0, KEYCTL_CAPS0_RESTRICT_KEYRING },
+	{ "have_move_key", 0, KEYCTL_CAPS0_MOVE },
+	{ "have_ns_keyring_name", 1, KEYCTL_CAPS1_NS_KEYRING_NAME },
+	{ "have_ns_key_tag", 1, KEYCTL_CAPS1_NS_KEY_TAG },
+	{ "have_notify", 1, KEYCTL_CAPS1_NOTIFICATIONS },
+};
+
+static int kernel_supports(struct keyfs_backend *b, char **text_alloc)
+{
+	unsigned char bits[2] = { 0, 0 };
+	size_t len = 0, cap = 0;
+	char *text;
+
+	(void)b;
+	if (keyctl_capabilities(bits, sizeof(bits)) < 0)
+		return -errno;
+	for (size_t i = 0; i < sizeof(caps) / sizeof(caps[0]); i++)
+		cap += strlen(caps[i].name) + 3;
+	text = malloc(cap + 1);
+	if (!text)
+		return -ENOMEM;
+	for (size_t i = 0; i < sizeof(caps) / sizeof(caps[0]); i++)
+		len += (size_t)snprintf(text + len, cap + 1 - len, "%s=%d\n",
+					caps[i].name,
+					!!(bits[caps[i].byte] & caps[i].bit));
+	*text_alloc = text;
+	return 0;
+}
+
+static int read_sysctl(const char *name, unsigned long *val)
+{
+	char path[64], *text, *end;
+	int ret;
+
+	snprintf(path, sizeof(path), SYSCTL_KEYS "%s", name);
+	ret = slurp(path, &text, NULL);
+	if (ret < 0)
+		return ret;
+	*val = strtoul(text, &end, 10);
+	if (end == text)
+		ret = -EIO;
+	free(text);
+	return ret;
+}
+
+/* "  UID: usage nkeys/ninstantiated qnkeys/maxkeys qnbytes/maxbytes";
+ * a uid with no keys has no line: the limits then come from sysctl. */
+static int kernel_quota(struct keyfs_backend *b, const struct keyfs_cred *c,
+			struct key_quota *q)
+{
+	uid_t uid = c ? c->uid : b->uid;
+	unsigned long u, usage, nk, ni, qk, mk, qb, mb;
+	const char *p;
+	char *text;
+	int ret;
+
+	ret = slurp(PROC_KEY_USERS, &text, NULL);
+	if (ret < 0)
+		return ret;
+	for (p = text; *p; p = next_line(p))
+		if (sscanf(p, " %lu: %lu %lu/%lu %lu/%lu %lu/%lu", &u, &usage,
+			   &nk, &ni, &qk, &mk, &qb, &mb) == 8 && u == uid) {
+			q->keys = qk;
+			q->maxkeys = mk;
+			q->bytes = qb;
+			q->maxbytes = mb;
+			goto out;
+		}
+	ret = read_sysctl(uid ? "maxkeys" : "root_maxkeys", &mk);
+	if (ret == 0)
+		ret = read_sysctl(uid ? "maxbytes" : "root_maxbytes", &mb);
+	if (ret == 0) {
+		q->keys = q->bytes = 0;
+		q->maxkeys = mk;
+		q->maxbytes = mb;
+	}
+out:
+	free(text);
+	return ret;
+}
+
+const struct keyfs_backend_ops backend_kernel_ops = {
+	.name			= "kernel",
+	.init			= kernel_init,
+	.destroy		= kernel_destroy,
+	.special		= kernel_special,
+	.persistent		= kernel_persistent,
+	.describe		= kernel_describe,
+	.read			= kernel_read,
+	.list			= kernel_list,
+	.find			= kernel_find,
+	.list_all		= kernel_list_all,
+	.add			= kernel_add,
+	.update			= kernel_update,
+	.link			= kernel_link,
+	.unlink			= kernel_unlink,
+	.move			= kernel_move,
+	.revoke			= kernel_revoke,
+	.invalidate		= kernel_invalidate,
+	.clear			= kernel_clear,
+	.setperm		= kernel_setperm,
+	.chown			= kernel_chown,
+	.set_timeout		= kernel_set_timeout,
+	.restrict_keyring	= kernel_restrict,
+	.request		= kernel_request,
+	.search			= kernel_search,
+	.security		= kernel_security,
+	.proc_keys		= kernel_proc_keys,
+	.proc_key_users		= kernel_proc_key_users,
+	.supports		= kernel_supports,
+	.quota			= kernel_quota,
+};

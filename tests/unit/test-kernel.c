@@ -1,0 +1,476 @@
+/* test-kernel.c: the kernel backend driven directly on real keyrings, in a fresh session keyring. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <keyutils.h>
+
+#include "backend.h"
+#include "tap.h"
+
+static const struct keyfs_backend_ops *ops = &backend_kernel_ops;
+static struct keyfs_backend *be;
+static struct keyfs_cred me, nobody;
+static bool root;	/* quota for 32 KiB keys, chown, the request-key upcall */
+
+#define NOBODY	65534
+
+static void nap(double secs)
+{
+	struct timespec t = { (time_t)secs,
+			      (long)((secs - (double)(time_t)secs) * 1e9) };
+
+	nanosleep(&t, NULL);
+}
+
+static kserial_t add(const struct keyfs_cred *c, const char *type,
+		     const char *desc, const char *payload, kserial_t ring)
+{
+	kserial_t s = 0;
+	int ret;
+
+	ret = ops->add(be, c, type, desc, payload,
+		       payload ? strlen(payload) : 0, ring, &s);
+	return ret < 0 ? ret : s;
+}
+
+/* The payload as a NUL-terminated string, or NULL with *err set. */
+static char *read_str(const struct keyfs_cred *c, kserial_t key, int *err)
+{
+	void *buf = NULL;
+	size_t len = 0;
+	char *s;
+
+	*err = ops->read(be, c, key, &buf, &len);
+	if (*err < 0)
+		return NULL;
+	s = calloc(1, len + 1);
+	if (s)
+		memcpy(s, buf, len);
+	explicit_bzero(buf, len);
+	free(buf);
+	return s;
+}
+
+static bool listed(const struct keyfs_cred *c, kserial_t ring, kserial_t key)
+{
+	kserial_t *list = NULL;
+	size_t n = 0;
+	bool found = false;
+
+	if (ops->list(be, c, ring, &list, &n) < 0)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		found |= list[i] == key;
+	free(list);
+	return found;
+}
+
+static void test_special(kserial_t *session)
+{
+	kserial_t s = 0, p = 0, t = 0;
+
+	is_int(ops->special(be, &me, KEYFS_SPEC_SESSION, false, &s), 0,
+	       "special @s resolves");
+	is_int(s, keyctl_get_keyring_ID(KEY_SPEC_SESSION_KEYRING, 0),
+	       "@s is the session keyring");
+	is_int(ops->special(be, &me, KEYFS_SPEC_PROCESS, true, &p), 0,
+	       "special @p with create");
+	ok(p > 0 && p != s, "@p is its own keyring");
+	is_int(ops->special(be, &me, KEYFS_SPEC_THREAD, true, &t), 0,
+	       "special @t with create");
+	is_int(ops->special(be, &me, KEYFS_SPEC_USER, false, &t), 0,
+	       "special @u resolves");
+	is_int(ops->special(be, &me, KEYFS_SPEC_USER_SESSION, false, &t), 0,
+	       "special @us resolves");
+	is_int(ops->special(be, &me, -6, false, &t), -EINVAL,
+	       "special -6: EINVAL");
+	is_int(ops->persistent(be, &me, &p), 0, "persistent resolves");
+	*session = s;
+}
+
+static void test_basics(kserial_t ring)
+{
+	struct key_info ki;
+	kserial_t k, found = 0;
+	char *s;
+	int err;
+
+	k = add(&me, "user", "alpha", "hello", ring);
+	ok(k > 0, "add user alpha");
+	is_int(ops->describe(be, &me, k, &ki), 0, "describe alpha");
+	is_str(ki.type, "user", "type user");
+	is_str(ki.desc, "alpha", "description alpha");
+	is_int(ki.uid, getuid(), "owned by the caller");
+	is_int(ki.state, KEY_STATE_VALID, "state valid");
+	is_int(ki.size, 5, "size is the payload length");
+	is_int(ki.nlink, 1, "one keyring links it");
+	ok(ki.possessed, "the mounter possesses it");
+	ok(ki.mtime.tv_sec > 0 && ki.ctime.tv_sec > 0, "times are set");
+	s = read_str(&me, k, &err);
+	is_str(s, "hello", "read gives the payload");
+	free(s);
+	is_int(ops->update(be, &me, k, "hello world", 11), 0, "update");
+	s = read_str(&me, k, &err);
+	is_str(s, "hello world", "read gives the new payload");
+	free(s);
+	is_int(ops->describe(be, &me, k, &ki), 0, "describe after update");
+	is_int(ki.size, 11, "size follows the update");
+	is_int(ops->find(be, &me, ring, "user", "alpha", &found), 0,
+	       "find alpha");
+	is_int(found, k, "find gives its serial");
+	is_int(ops->find(be, &me, ring, "logon", "alpha", &found), -ENOKEY,
+	       "find of another type: ENOKEY");
+	is_int(ops->find(be, &me, ring, "user", "nosuch", &found), -ENOKEY,
+	       "find of a missing key: ENOKEY");
+	ok(listed(&me, ring, k), "list shows alpha");
+	is_int(add(&me, "user", "alpha", "again", ring), k,
+	       "add of an existing name updates that key");
+	ops->revoke(be, &me, k);
+	is_int(ops->describe(be, &me, k, &ki), 0,
+	       "describe of a revoked key still answers");
+	is_int(ki.state, KEY_STATE_REVOKED, "state revoked");
+	is_str(ki.desc, "alpha", "its description is remembered");
+	s = read_str(&me, k, &err);
+	is_int(err, -EKEYREVOKED, "read of a revoked key: EKEYREVOKED");
+	free(s);
+	is_int(ops->unlink(be, &me, k, ring), 0, "unlink the revoked key");
+	is_int(ops->find(be, &me, ring, "user", "alpha", &found), -ENOKEY,
+	       "unlinked: find says ENOKEY at once");
+}
+
+static void test_outside(kserial_t ring)
+{
+	struct key_info ki;
+	kserial_t k, sub, found = 0;
+	unsigned nlink;
+
+	is_int(ops->describe(be, &me, ring, &ki), 0, "describe the keyring");
+	nlink = ki.nlink;
+	is_int(ops->find(be, &me, ring, "user", "beta", &found), -ENOKEY,
+	       "beta is not there yet");
+	k = add_key("user", "beta", "x", 1, ring);
+	sub = add_key("keyring", "sub", NULL, 0, ring);
+	ok(k > 0 && sub > 0, "add beta and a keyring with add_key directly");
+	nap(0.25);
+	is_int(ops->find(be, &me, ring, "user", "beta", &found), 0,
+	       "after the cache timeout, find sees beta");
+	is_int(found, k, "with its serial");
+	is_int(ops->describe(be, &me, ring, &ki), 0, "describe the keyring");
+	is_int(ki.nlink, nlink + 1, "nlink counts the new child keyring");
+	keyctl_unlink(k, ring);
+	keyctl_unlink(sub, ring);
+	nap(0.25);
+	is_int(ops->find(be, &me, ring, "user", "beta", &found), -ENOKEY,
+	       "an outside unlink is seen after the timeout");
+}
+
+static void test_timeout(kserial_t ring)
+{
+	struct key_info ki;
+	time_t now;
+	kserial_t k;
+
+	k = add(&me, "user", "timed", "t", ring);
+	now = time(NULL);
+	is_int(ops->set_timeout(be, &me, k, 1000), 0, "set_timeout 1000");
+	is_int(ops->describe(be, &me, k, &ki), 0, "describe the timed key");
+	ok(ki.expiry >= now + 1000 && ki.expiry <= now + 1001,
+	   "expiry is exact (%ld from now)", (long)(ki.expiry - now));
+	nap(0.25);
+	is_int(ops->describe(be, &me, k, &ki), 0,
+	       "describe after /proc/keys is read again");
+	ok(ki.expiry >= now + 1000 && ki.expiry <= now + 1001,
+	   "expiry stays exact");
+	is_int(ops->set_timeout(be, &me, k, 0), 0, "clear the timeout");
+	is_int(ops->describe(be, &me, k, &ki), 0, "describe");
+	is_int(ki.expiry, 0, "no expiry");
+	keyctl_set_timeout(k, 3600);
+	nap(0.25);
+	now = time(NULL);
+	is_int(ops->describe(be, &me, k, &ki), 0,
+	       "describe a timeout set outside");
+	ok(ki.expiry >= now + 3540 && ki.expiry <= now + 3601,
+	   "expiry from /proc/keys (%ld from now)", (long)(ki.expiry - now));
+	is_int(ops->set_timeout(be, &me, k, 1), 0, "set_timeout 1");
+	nap(2.1);
+	is_int(ops->describe(be, &me, k, &ki), 0, "describe an expired key");
+	is_int(ki.state, KEY_STATE_EXPIRED, "state expired");
+	keyctl_unlink(k, ring);
+}
+
+static void test_limits(kserial_t ring)
+{
+	char *big = malloc(KEYFS_USER_PAYLOAD_MAX + 2);
+	kserial_t k = 0, l;
+	struct key_info ki;
+	char *s;
+	int err;
+
+	memset(big, 'a', KEYFS_USER_PAYLOAD_MAX + 1);
+	is_int(ops->add(be, &me, "user", "big", big,
+			KEYFS_USER_PAYLOAD_MAX + 1, ring, &k), -EFBIG,
+	       "32768 bytes: EFBIG");
+	if (root) {
+		is_int(ops->add(be, &me, "user", "big", big,
+				KEYFS_USER_PAYLOAD_MAX, ring, &k), 0,
+		       "32767 bytes fit");
+		is_int(ops->update(be, &me, k, big,
+				   KEYFS_USER_PAYLOAD_MAX + 1),
+		       -EFBIG, "update with 32768 bytes: EFBIG");
+		is_int(ops->unlink(be, &me, k, ring), 0, "unlink it");
+	}
+	free(big);
+
+	l = add(&me, "logon", "svc:alice", "secret", ring);
+	ok(l > 0, "add logon svc:alice");
+	s = read_str(&me, l, &err);
+	is_int(err, -EOPNOTSUPP, "read of a logon key: EOPNOTSUPP");
+	free(s);
+	is_int(ops->describe(be, &me, l, &ki), 0, "describe the logon key");
+	is_int(ki.size, 0, "its size is 0");
+	is_int(add(&me, "logon", "nocolon", "x", ring), -EINVAL,
+	       "logon description without ':': EINVAL");
+	is_int(add(&me, "nosuchtype", "x", "x", ring), -ENODEV,
+	       "unknown type: ENODEV, as the kernel says");
+	ops->unlink(be, &me, l, ring);
+}
+
+static void test_move_attr(kserial_t ring)
+{
+	kserial_t other, k, k2, found = 0, s = 0;
+	struct key_info ki;
+
+	other = add(&me, "keyring", "other", NULL, ring);
+	ok(other > 0, "add a second keyring");
+	k = add(&me, "user", "mover", "m", ring);
+	is_int(ops->find(be, &me, other, "user", "mover", &found), -ENOKEY,
+	       "not in the second keyring yet");
+	is_int(ops->move(be, &me, k, ring, other, 0), 0, "move");
+	is_int(ops->find(be, &me, other, "user", "mover", &found), 0,
+	       "found in the target");
+	is_int(ops->find(be, &me, ring, "user", "mover", &found), -ENOKEY,
+	       "gone from the source");
+	k2 = add(&me, "user", "mover", "n", ring);
+	is_int(ops->move(be, &me, k2, ring, other, KEYFS_MOVE_EXCL), -EEXIST,
+	       "move EXCL onto the same name: EEXIST");
+	is_int(ops->link(be, &me, k2, other), 0, "link displaces the old one");
+	is_int(ops->find(be, &me, other, "user", "mover", &found), 0,
+	       "find in the target");
+	is_int(found, k2, "gives the linked key");
+	is_int(ops->describe(be, &me, k2, &ki), 0, "describe it");
+	is_int(ki.nlink, 2, "two keyrings link it");
+
+	is_int(ops->setperm(be, &me, k2, 0x3f3f0000), 0, "setperm");
+	is_int(ops->describe(be, &me, k2, &ki), 0, "describe");
+	is_int(ki.perm, 0x3f3f0000, "perm is set");
+	is_int(ops->setperm(be, &me, k2, 0x40000000), -EINVAL,
+	       "setperm with unknown bits: EINVAL");
+	if (root) {
+		is_int(ops->chown(be, &me, k2, (uid_t)-1, NOBODY), 0,
+		       "chown group");
+		is_int(ops->describe(be, &me, k2, &ki), 0, "describe");
+		is_int(ki.gid, NOBODY, "gid is set");
+	}
+
+	keyctl_link(k2, KEY_SPEC_SESSION_KEYRING);
+	is_int(ops->search(be, &me, "user", "mover", &s), 0,
+	       "search finds it through the session keyring");
+	is_int(s, k2, "the same key");
+	is_int(ops->search(be, &me, "user", "nosuch-xyz", &s), -ENOKEY,
+	       "search of a missing key: ENOKEY");
+	is_int(ops->request(be, &me, "user", "nosuch-xyz", NULL, ring, &s),
+	       -ENOKEY, "request without callout: ENOKEY");
+	keyctl_unlink(k2, KEY_SPEC_SESSION_KEYRING);
+
+	/* k, displaced from every keyring, is possessed no more */
+	is_int(ops->invalidate(be, &me, k), -EACCES,
+	       "invalidate without search: EACCES");
+	k = add(&me, "user", "doomed", "d", other);
+	is_int(ops->invalidate(be, &me, k), 0, "invalidate");
+	is_int(ops->find(be, &me, other, "user", "doomed", &found), -ENOKEY,
+	       "invalidated: find says ENOKEY at once");
+	is_int(ops->find(be, &me, other, "user", "mover", &found), 0,
+	       "the other key stays");
+	is_int(ops->clear(be, &me, other), 0, "clear");
+	is_int(ops->find(be, &me, other, "user", "mover", &found), -ENOKEY,
+	       "cleared: find says ENOKEY");
+	ok(!listed(&me, other, k2), "cleared: not listed");
+	is_int(ops->restrict_keyring(be, &me, other, NULL, NULL), 0,
+	       "restrict the keyring");
+	is_int(add(&me, "user", "late", "x", other), -EPERM,
+	       "a restricted keyring refuses links: EPERM");
+	ops->unlink(be, &me, k2, ring);
+	ops->unlink(be, &me, other, ring);
+}
+
+/* /etc/request-key.conf as keyutils ships it: the callout for debug:*
+ * negates the key for "negate" and instantiates it otherwise. */
+static void test_request(kserial_t ring)
+{
+	kserial_t s = 0, found = 0;
+	struct key_info ki;
+	char *p;
+	int err;
+
+	if (!root || access("/sbin/request-key", X_OK) < 0) {
+		ok(1, "# SKIP the request-key upcall needs root and keyutils");
+		return;
+	}
+	is_int(ops->request(be, &me, "user", "debug:neg", "negate", ring, &s),
+	       -ENOKEY, "request the callout negates: ENOKEY");
+	is_int(ops->find(be, &me, ring, "user", "debug:neg", &found), 0,
+	       "the negative key is linked in the destination");
+	is_int(ops->describe(be, &me, found, &ki), 0, "describe it");
+	is_int(ki.state, KEY_STATE_NEGATIVE, "state negative");
+	p = read_str(&me, found, &err);
+	is_int(err, -ENOKEY, "read of a negative key: ENOKEY");
+	free(p);
+	ops->unlink(be, &me, found, ring);
+	is_int(ops->request(be, &me, "user", "debug:pos", "hello", ring, &s),
+	       0, "request the callout instantiates");
+	p = read_str(&me, s, &err);
+	is_str(p, "Debug hello", "with the callout's payload");
+	free(p);
+	is_int(ops->find(be, &me, ring, "user", "debug:pos", &found), 0,
+	       "linked in the destination");
+	is_int(found, s, "the same key");
+	ops->unlink(be, &me, s, ring);
+}
+
+static void test_other_user(kserial_t ring)
+{
+	kserial_t k, mine, found = 0;
+	struct key_quota q;
+	struct key_info ki;
+	char *s, *text;
+	int err;
+
+	k = add(&me, "user", "private", "p", ring);
+	ops->setperm(be, &me, k, 0x3f010000);
+	is_int(ops->describe(be, &nobody, k, &ki), -EACCES,
+	       "another uid may not view a private key");
+	s = read_str(&nobody, k, &err);
+	is_int(err, -EACCES, "nor read it");
+	free(s);
+	is_int(ops->setperm(be, &me, k, 0x3f01000b), 0,
+	       "grant others view, read, search");
+	is_int(ops->describe(be, &nobody, k, &ki), 0, "now it may view");
+	ok(!ki.possessed, "but does not possess it");
+	s = read_str(&nobody, k, &err);
+	is_str(s, "p", "and read it");
+	free(s);
+	is_int(ops->update(be, &nobody, k, "q", 1), -EACCES,
+	       "but not write it");
+	is_int(ops->revoke(be, &nobody, k), -EACCES, "nor revoke it");
+	is_int(ops->setperm(be, &nobody, k, 0x3f3f3f3f), -EACCES,
+	       "nor setperm it");
+	ops->setperm(be, &me, k, 0x3f01003f);
+	is_int(ops->setperm(be, &nobody, k, 0x3f3f3f3f), -EACCES,
+	       "setattr without ownership: still EACCES");
+	is_int(ops->chown(be, &nobody, k, NOBODY, (gid_t)-1), -EACCES,
+	       "chown to itself: EACCES");
+
+	is_int(ops->find(be, &nobody, ring, "user", "private", &found),
+	       -EACCES, "find in a keyring it may not search: EACCES");
+	is_int(add(&nobody, "user", "theirs", "t", ring), -EACCES,
+	       "add to a keyring it may not write: EACCES");
+	ops->setperm(be, &me, ring, 0x3f3f003f);
+	is_int(ops->find(be, &nobody, ring, "user", "private", &found), 0,
+	       "find once it may search");
+	mine = add(&nobody, "user", "theirs", "t", ring);
+	ok(mine > 0, "add once it may write");
+	is_int(ops->describe(be, &nobody, mine, &ki), 0, "describe its key");
+	is_int(ki.uid, NOBODY, "the kernel made the key the caller's");
+	is_int(ops->quota(be, &nobody, &q), 0, "quota of the caller");
+	ok(q.keys >= 1 && q.maxkeys > 0, "charged to the caller (%lu keys)",
+	   q.keys);
+	is_int(ops->setperm(be, &nobody, mine, 0x3f3f0000), -EACCES,
+	       "the owner without setattr may not setperm");
+	ops->setperm(be, &me, mine, 0x3f3f0000);
+	is_int(ops->setperm(be, &nobody, mine, 0x3f3b0000), 0,
+	       "the owner with setattr may setperm");
+	ops->setperm(be, &me, k, 0x3f010000);
+	is_int(ops->proc_keys(be, &nobody, &text), 0, "proc_keys as caller");
+	ok(text && !strstr(text, "private"), "hides what it may not view");
+	free(text);
+	is_int(ops->unlink(be, &nobody, mine, ring), 0,
+	       "unlink in a keyring it may write");
+	ops->unlink(be, &me, k, ring);
+	ops->setperm(be, &me, ring, 0x3f130000);
+}
+
+static void test_text(kserial_t ring)
+{
+	struct key_quota q;
+	kserial_t *all = NULL, k;
+	char *text = NULL, hex[16];
+	bool found = false;
+	size_t n = 0;
+
+	k = add(&me, "user", "shown", "s", ring);
+	is_int(ops->supports(be, &text), 0, "supports");
+	ok(text && strncmp(text, "have_capabilities=1\n", 20) == 0,
+	   "in keyctl supports' format");
+	ok(text && strstr(text, "have_move_key=1\n"), "move is supported");
+	free(text);
+	is_int(ops->proc_keys(be, &me, &text), 0, "proc_keys");
+	snprintf(hex, sizeof(hex), "%08x ", (unsigned)k);
+	ok(text && strstr(text, hex), "shows the new key");
+	free(text);
+	is_int(ops->proc_key_users(be, &me, &text), 0, "proc_key_users");
+	ok(text && strchr(text, ':'), "has a line");
+	free(text);
+	is_int(ops->quota(be, &me, &q), 0, "quota");
+	ok(q.keys > 0 && q.maxkeys >= q.keys && q.maxbytes >= q.bytes,
+	   "quota is sane");
+	is_int(ops->list_all(be, &me, &all, &n), 0, "list_all");
+	for (size_t i = 0; i < n; i++)
+		found |= all[i] == k;
+	ok(found, "list_all holds the new key");
+	free(all);
+	is_int(ops->security(be, &me, k, &text), 0, "security");
+	free(text);
+	ops->unlink(be, &me, k, ring);
+}
+
+int main(void)
+{
+	struct backend_config cfg = {
+		.uid = getuid(), .gid = getgid(), .cache_timeout = 0.2,
+	};
+	kserial_t session = 0, ring;
+	char err[256] = "";
+
+	if (keyctl_join_session_keyring(NULL) < 0) {
+		printf("1..0 # SKIP no kernel keyrings: %s\n", strerror(errno));
+		return 0;
+	}
+	root = geteuid() == 0;
+	me = (struct keyfs_cred){ .uid = getuid(), .gid = getgid(),
+				  .pid = getpid() };
+	nobody = (struct keyfs_cred){ .uid = NOBODY, .gid = NOBODY,
+				      .pid = getpid() };
+	is_int(ops->init(&be, &cfg, err, sizeof(err)), 0, "init %s", err);
+	if (!be)
+		return done_testing();
+	test_special(&session);
+	ring = add(&me, "keyring", "keyfs-test", NULL, session);
+	ok(ring > 0, "a test keyring in the session");
+	test_basics(ring);
+	test_outside(ring);
+	test_timeout(ring);
+	test_limits(ring);
+	test_move_attr(ring);
+	test_request(ring);
+	if (root)
+		test_other_user(ring);
+	else
+		ok(1, "# SKIP another uid needs root");
+	test_text(ring);
+	is_int(ops->unlink(be, &me, ring, session), 0, "remove the test keyring");
+	ops->destroy(be);
+	return done_testing();
+}
