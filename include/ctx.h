@@ -6,6 +6,7 @@
 #include "opts.h"
 
 struct node_table;
+struct fuse_session;
 
 struct keyfs_ctx {
 	struct keyfs_opts opts;
@@ -20,7 +21,8 @@ struct keyfs_ctx {
 	kserial_t session, user, user_session, process, persistent;
 
 	struct node_table *nodes;	/* inodes keyfs invents: pending keys, search/TYPE */
-	struct timespec started;	/* the times of keyfs's own directories and files */
+	struct timespec started;
+	struct fuse_session *se;	/* for telling the kernel what changed */	/* the times of keyfs's own directories and files */
 };
 
 /* Call a backend slot, answering -EOPNOTSUPP for a NULL one. */

@@ -12,6 +12,11 @@ struct fuse_args;
 int fs_run(struct keyfs_ctx *ctx, struct fuse_args *args,
 	   int (*after_daemon)(struct keyfs_ctx *ctx));
 void fs_print_help(void);
+
+/* Tell the kernel to drop its cached attributes of this key, after keyfs
+ * changed it in a way the kernel did not see (a control file, an xattr,
+ * a commit at close).  Safe from a request: it takes no inode locks. */
+void fs_key_changed(struct keyfs_ctx *ctx, kserial_t serial);
 void fs_print_version(void);
 
 #endif

@@ -85,6 +85,14 @@ static void reply_entry(fuse_req_t req, struct keyfs_ctx *ctx,
 		took_ref(tn);
 }
 
+void fs_key_changed(struct keyfs_ctx *ctx, kserial_t serial)
+{
+	/* Offset -1: attributes only, no page-cache work that could wait on a
+	 * request this thread has yet to answer. */
+	if (ctx->se && serial)
+		fuse_lowlevel_notify_inval_inode(ctx->se, tree_ino(ctx, serial), -1, 0);
+}
+
 static void fs_init(void *userdata, struct fuse_conn_info *conn)
 {
 	(void)userdata;
@@ -205,6 +213,8 @@ static void fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 	struct keyfs_ctx *ctx = req_ctx(req);
 	struct req_cred rc;
 	const struct keyfs_cred *c = req_cred(req, &rc);
+	struct handle *h = fi ? (struct handle *)(uintptr_t)fi->fh : NULL;
+	struct stat st;
 	struct tnode tn;
 	int ret = tree_node(ctx, ino, &tn);
 
@@ -215,18 +225,25 @@ static void fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 				to_set & FUSE_SET_ATTR_UID ? attr->st_uid : (uid_t)-1,
 				to_set & FUSE_SET_ATTR_GID ? attr->st_gid : (gid_t)-1);
 	if (ret == 0 && (to_set & FUSE_SET_ATTR_SIZE)) {
-		struct handle *h = fi ? (struct handle *)(uintptr_t)fi->fh : NULL;
-
 		if (h && h->kind == H_KEY)
 			ret = handle_truncate(h, attr->st_size);
 		else
 			ret = truncate_key(ctx, c, &tn, attr->st_size);
 	}
 	/* Times are accepted: keys keep no times the kernel would take. */
-	if (ret < 0)
+	if (ret < 0) {
 		fuse_reply_err(req, -ret);
-	else
-		reply_attr(req, ctx, c, &tn);
+		return;
+	}
+	ret = attr_get(ctx, c, &tn, &st);
+	if (ret < 0) {
+		fuse_reply_err(req, -ret);
+		return;
+	}
+	/* An open file's size is its buffer's until the commit at close. */
+	if (h && h->kind == H_KEY)
+		st.st_size = (off_t)h->len;
+	fuse_reply_attr(req, &st, tn.kind == T_PENDING ? 0 : ctx->opts.attr_timeout);
 }
 
 static void fs_readlink(fuse_req_t req, fuse_ino_t ino)
@@ -621,14 +638,24 @@ static void fs_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 		fuse_reply_write(req, (size_t)ret);
 }
 
+/* Commit an open key file; the kernel's cached size is stale after. */
+static int commit(fuse_req_t req, struct handle *h)
+{
+	struct keyfs_ctx *ctx = req_ctx(req);
+	struct req_cred rc;
+	bool dirty = h->dirty;
+	int ret = handle_commit(ctx, req_cred(req, &rc), h);
+
+	if (ret == 0 && dirty)
+		fs_key_changed(ctx, h->serial);
+	return ret;
+}
+
 static void fs_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	struct req_cred rc;
-	int ret;
+	int ret = commit(req, (struct handle *)(uintptr_t)fi->fh);
 
 	(void)ino;
-	ret = handle_commit(req_ctx(req), req_cred(req, &rc),
-			    (struct handle *)(uintptr_t)fi->fh);
 	fuse_reply_err(req, ret < 0 ? -ret : 0);
 }
 
@@ -642,11 +669,10 @@ static void fs_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
 static void fs_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct handle *h = (struct handle *)(uintptr_t)fi->fh;
-	struct req_cred rc;
 
 	(void)ino;
 	/* Normally flush committed already; nobody hears an error here. */
-	handle_commit(req_ctx(req), req_cred(req, &rc), h);
+	commit(req, h);
 	handle_free(h);
 	fuse_reply_err(req, 0);
 }
@@ -1025,12 +1051,14 @@ int fs_run(struct keyfs_ctx *ctx, struct fuse_args *args,
 		goto out_session;
 	if (fuse_session_mount(se, cmd.mountpoint) != 0)
 		goto out_signals;
+	ctx->se = se;
 	fuse_daemonize(cmd.foreground);
 	if (after_daemon(ctx) < 0)
 		goto out_unmount;
 	/* One thread: backends and the node table need no locks. */
 	ret = fuse_session_loop(se) != 0;
 out_unmount:
+	ctx->se = NULL;
 	fuse_session_unmount(se);
 out_signals:
 	fuse_remove_signal_handlers(se);
