@@ -27,6 +27,10 @@ struct handle {
 	int err;		/* a write failed: commit nothing, report this */
 	struct tree_dirent *ents;	/* H_DIR */
 	size_t nents;
+	/* Who opened it: a commit acts for the opener, as a file's writes do,
+	 * not for whoever happens to close it (release comes from no one). */
+	struct keyfs_cred opener;
+	gid_t opener_groups[KEYFS_GROUPS_MAX];
 };
 
 /* Open a key's file with open(2) flags: snapshot the payload unless
@@ -40,11 +44,12 @@ size_t handle_read(const struct handle *h, off_t off, size_t size,
  * the handle then commits nothing). */
 ssize_t handle_write(struct handle *h, off_t off, const void *data, size_t size);
 int handle_truncate(struct handle *h, off_t size);
-/* Commit the buffer as one update (or instantiate a pending entry).  0 or
- * the -errno that close(2) reports. */
-int handle_commit(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
-		  struct handle *h);
+/* Commit the buffer as one update (or instantiate a pending entry), with
+ * the opener's credentials.  0 or the -errno that close(2) reports. */
+int handle_commit(struct keyfs_ctx *ctx, struct handle *h);
 struct handle *handle_new(enum handle_kind kind, uint64_t ino);
+/* Record c (copied, groups too) as the credentials commits act with. */
+void handle_set_opener(struct handle *h, const struct keyfs_cred *c);
 void handle_free(struct handle *h);
 
 /* The largest payload a key of this type takes. */

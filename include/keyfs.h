@@ -16,6 +16,7 @@
 #define KEYFS_BIG_PAYLOAD_MAX	(1024 * 1024)	/* big_key */
 #define KEYFS_NEST_MAX		6	/* keyring nesting depth */
 #define KEYFS_NEGATIVE_TIMEOUT	60	/* seconds a failed request stays negative */
+#define KEYFS_GROUPS_MAX	64	/* supplementary groups taken from a caller */
 
 /* Key serials are positive; 0 means "none" throughout keyfs. */
 typedef int32_t kserial_t;

@@ -20,12 +20,10 @@
 #include "perm.h"
 #include "tree.h"
 
-#define MAX_GROUPS 64	/* supplementary groups taken from a caller */
-
 /* The caller of one request, as keyfs's access checks see it. */
 struct req_cred {
 	struct keyfs_cred c;
-	gid_t groups[MAX_GROUPS];
+	gid_t groups[KEYFS_GROUPS_MAX];
 };
 
 static struct keyfs_ctx *req_ctx(fuse_req_t req)
@@ -42,8 +40,8 @@ static const struct keyfs_cred *req_cred(fuse_req_t req, struct req_cred *rc)
 	rc->c.uid = fc->uid;
 	rc->c.gid = fc->gid;
 	rc->c.pid = fc->pid;
-	n = fuse_req_getgroups(req, MAX_GROUPS, rc->groups);
-	rc->c.ngroups = n < 0 ? 0 : n > MAX_GROUPS ? MAX_GROUPS : n;
+	n = fuse_req_getgroups(req, KEYFS_GROUPS_MAX, rc->groups);
+	rc->c.ngroups = n < 0 ? 0 : n > KEYFS_GROUPS_MAX ? KEYFS_GROUPS_MAX : n;
 	rc->c.groups = rc->groups;
 	return &rc->c;
 }
@@ -202,7 +200,7 @@ static int truncate_key(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 		return ret;
 	ret = handle_truncate(h, size);
 	if (ret == 0)
-		ret = handle_commit(ctx, c, h);
+		ret = handle_commit(ctx, h);
 	handle_free(h);
 	return ret;
 }
@@ -642,9 +640,8 @@ static void fs_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 static int commit(fuse_req_t req, struct handle *h)
 {
 	struct keyfs_ctx *ctx = req_ctx(req);
-	struct req_cred rc;
 	bool dirty = h->dirty;
-	int ret = handle_commit(ctx, req_cred(req, &rc), h);
+	int ret = handle_commit(ctx, h);
 
 	if (ret == 0 && dirty)
 		fs_key_changed(ctx, h->serial);

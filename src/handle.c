@@ -7,6 +7,7 @@
 
 #include "attr.h"
 #include "handle.h"
+#include "perm.h"
 
 size_t handle_payload_max(const char *type)
 {
@@ -114,6 +115,14 @@ int handle_open_key(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 		ret = -EISDIR;
 		goto fail;
 	}
+	/* Write permission is checked at open, as for any file; the backend
+	 * checks again when the update is made. */
+	if (acc != O_RDONLY && tn->serial &&
+	    !(perm_granted(c, ki->uid, ki->gid, ki->perm, ki->possessed) & KEYFS_PERM_WRITE)) {
+		ret = -EACCES;
+		goto fail;
+	}
+	handle_set_opener(h, c);
 	h->serial = tn->serial;
 	h->node = tn->kind == T_PENDING ? tn->node : NULL;
 	h->max = handle_payload_max(ki->type);
@@ -150,6 +159,16 @@ fail:
 	free(ki);
 	handle_free(h);
 	return ret;
+}
+
+void handle_set_opener(struct handle *h, const struct keyfs_cred *c)
+{
+	h->opener = *c;
+	h->opener.ngroups = c->ngroups < KEYFS_GROUPS_MAX ? c->ngroups : KEYFS_GROUPS_MAX;
+	if (h->opener.ngroups > 0)
+		memcpy(h->opener_groups, c->groups,
+		       (size_t)h->opener.ngroups * sizeof(gid_t));
+	h->opener.groups = h->opener_groups;
 }
 
 size_t handle_read(const struct handle *h, off_t off, size_t size,
@@ -239,9 +258,9 @@ static int instantiate(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 	return 0;
 }
 
-int handle_commit(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
-		  struct handle *h)
+int handle_commit(struct keyfs_ctx *ctx, struct handle *h)
 {
+	const struct keyfs_cred *c = &h->opener;
 	int ret;
 
 	if (h->kind != H_KEY)
