@@ -7,6 +7,8 @@
 
 struct node_table;
 struct fuse_session;
+struct notifier;
+struct handle;
 
 struct keyfs_ctx {
 	struct keyfs_opts opts;
@@ -22,7 +24,9 @@ struct keyfs_ctx {
 
 	struct node_table *nodes;	/* inodes keyfs invents: pending keys, search/TYPE */
 	struct timespec started;
-	struct fuse_session *se;	/* for telling the kernel what changed */	/* the times of keyfs's own directories and files */
+	struct fuse_session *se;	/* for telling the kernel what changed */
+	struct notifier *notifier;
+	struct handle *open_keys;	/* handle.c: open key files, to outlive their keys */	/* fs-notify.c: names to drop from the kernel's cache */	/* the times of keyfs's own directories and files */
 };
 
 /* Call a backend slot, answering -EOPNOTSUPP for a NULL one. */

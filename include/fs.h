@@ -17,6 +17,12 @@ void fs_print_help(void);
  * changed it in a way the kernel did not see (a control file, an xattr,
  * a commit at close).  Safe from a request: it takes no inode locks. */
 void fs_key_changed(struct keyfs_ctx *ctx, kserial_t serial);
+
+/* Have the kernel forget what it cached for name in directory parent, as
+ * soon as the directory is free (fs-notify.c; queued, never blocks). */
+void fs_forget_name(struct keyfs_ctx *ctx, uint64_t parent, const char *name);
+int fs_notifier_start(struct keyfs_ctx *ctx, struct fuse_session *se);
+void fs_notifier_stop(struct keyfs_ctx *ctx);
 void fs_print_version(void);
 
 #endif

@@ -25,10 +25,12 @@ struct handle {
 	bool append;
 	bool dirty;		/* something to commit at flush */
 	int err;		/* a write failed: commit nothing, report this */
+	struct stat st;		/* H_KEY: attributes at open, for fstat after rm */
 	struct tree_dirent *ents;	/* H_DIR */
 	size_t nents;
 	/* Who opened it: a commit acts for the opener, as a file's writes do,
 	 * not for whoever happens to close it (release comes from no one). */
+	struct handle *next_open, **prev_open;	/* ctx->open_keys */
 	struct keyfs_cred opener;
 	gid_t opener_groups[KEYFS_GROUPS_MAX];
 };
@@ -48,6 +50,11 @@ int handle_truncate(struct handle *h, off_t size);
  * the opener's credentials.  0 or the -errno that close(2) reports. */
 int handle_commit(struct keyfs_ctx *ctx, struct handle *h);
 struct handle *handle_new(enum handle_kind kind, uint64_t ino);
+/* An open key file of inode ino, if any: its attributes answer for a key
+ * that is gone while the file is open. */
+struct handle *handle_find_open(struct keyfs_ctx *ctx, uint64_t ino);
+/* Forget an open key file (before handle_free). */
+void handle_close(struct handle *h);
 /* Record c (copied, groups too) as the credentials commits act with. */
 void handle_set_opener(struct handle *h, const struct keyfs_cred *c);
 void handle_free(struct handle *h);

@@ -128,18 +128,6 @@ static void fs_forget_multi(fuse_req_t req, size_t count,
 	fuse_reply_none(req);
 }
 
-static void reply_attr(fuse_req_t req, struct keyfs_ctx *ctx,
-		       const struct keyfs_cred *c, const struct tnode *tn)
-{
-	struct stat st;
-	int ret = attr_get(ctx, c, tn, &st);
-
-	if (ret < 0)
-		fuse_reply_err(req, -ret);
-	else
-		fuse_reply_attr(req, &st, tn->kind == T_PENDING ? 0 : ctx->opts.attr_timeout);
-}
-
 static void fs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct keyfs_ctx *ctx = req_ctx(req);
@@ -148,11 +136,23 @@ static void fs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	struct tnode tn;
 	int ret = tree_node(ctx, ino, &tn);
 
-	(void)fi;
+	struct handle *h;
+	struct stat st;
+
+	(void)fi;	/* fstat(2) comes without it: open files are found by inode */
+	if (ret == 0)
+		ret = attr_get(ctx, c, &tn, &st);
+	/* An open file outlives its key, as an unlinked file does. */
+	if (ret < 0 && (h = handle_find_open(ctx, ino)) != NULL) {
+		st = h->st;
+		st.st_nlink = 0;
+		st.st_size = (off_t)h->len;
+		ret = 0;
+	}
 	if (ret < 0)
 		fuse_reply_err(req, -ret);
 	else
-		reply_attr(req, ctx, c, &tn);
+		fuse_reply_attr(req, &st, tn.kind == T_PENDING ? 0 : ctx->opts.attr_timeout);
 }
 
 static int set_mode(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
@@ -497,9 +497,14 @@ static void fs_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 	ret = entry_of(ctx, c, parent, name, &from, &tn);
 	if (ret == 0)
 		ret = parent_keyring(ctx, newparent, &to);
-	if (ret == 0 && from == to)
+	if (ret == 0 && from == to) {
 		ret = strcmp(name, newname) == 0 ? 0 :
 		      rename_in_keyring(ctx, c, from, &tn, newname, flags);
+		/* The kernel now takes newname for the source's inode, but the
+		 * target key kept its own: make it look the name up again. */
+		if (ret == 0)
+			fs_forget_name(ctx, newparent, newname);
+	}
 	else if (ret == 0)
 		ret = check_own_name(ctx, c, &tn, newname);
 	if (ret == 0 && from != to) {
@@ -1050,11 +1055,15 @@ int fs_run(struct keyfs_ctx *ctx, struct fuse_args *args,
 		goto out_signals;
 	ctx->se = se;
 	fuse_daemonize(cmd.foreground);
+	/* After daemonising: a thread would not survive the fork. */
+	if (fs_notifier_start(ctx, se) < 0)
+		goto out_unmount;
 	if (after_daemon(ctx) < 0)
 		goto out_unmount;
 	/* One thread: backends and the node table need no locks. */
 	ret = fuse_session_loop(se) != 0;
 out_unmount:
+	fs_notifier_stop(ctx);
 	ctx->se = NULL;
 	fuse_session_unmount(se);
 out_signals:

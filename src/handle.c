@@ -41,6 +41,7 @@ void handle_free(struct handle *h)
 {
 	if (!h)
 		return;
+	handle_close(h);
 	wipe_buf(h);
 	free(h->ents);
 	free(h);
@@ -123,6 +124,8 @@ int handle_open_key(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 		goto fail;
 	}
 	handle_set_opener(h, c);
+	attr_from_key(ki, &h->st);
+	h->st.st_ino = (ino_t)tn->ino;
 	h->serial = tn->serial;
 	h->node = tn->kind == T_PENDING ? tn->node : NULL;
 	h->max = handle_payload_max(ki->type);
@@ -153,12 +156,35 @@ int handle_open_key(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 			goto fail;
 	}
 	free(ki);
+	h->next_open = ctx->open_keys;
+	if (h->next_open)
+		h->next_open->prev_open = &h->next_open;
+	h->prev_open = &ctx->open_keys;
+	ctx->open_keys = h;
 	*out = h;
 	return 0;
 fail:
 	free(ki);
 	handle_free(h);
 	return ret;
+}
+
+struct handle *handle_find_open(struct keyfs_ctx *ctx, uint64_t ino)
+{
+	for (struct handle *h = ctx->open_keys; h; h = h->next_open)
+		if (h->ino == ino)
+			return h;
+	return NULL;
+}
+
+void handle_close(struct handle *h)
+{
+	if (h && h->prev_open) {
+		*h->prev_open = h->next_open;
+		if (h->next_open)
+			h->next_open->prev_open = h->prev_open;
+		h->prev_open = NULL;
+	}
 }
 
 void handle_set_opener(struct handle *h, const struct keyfs_cred *c)

@@ -1,0 +1,122 @@
+/* fs-notify.c: tells the kernel to forget a cached name, from a thread of its own. */
+#define FUSE_USE_VERSION 314
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <fuse_lowlevel.h>
+
+#include "fs.h"
+
+/*
+ * Invalidating a name takes the directory's lock in the kernel.  A request
+ * being answered (a rename, say) may hold that lock until keyfs replies, so
+ * the notification cannot be sent from the loop that replies: a thread of
+ * its own sends it once the lock is free.
+ */
+struct notify_item {
+	struct notify_item *next;
+	uint64_t parent;
+	char name[];
+};
+
+struct notifier {
+	struct fuse_session *se;
+	pthread_t thread;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	struct notify_item *head, **tail;
+	bool stop;
+};
+
+static void *notifier_main(void *arg)
+{
+	struct notifier *nt = arg;
+	struct notify_item *it;
+
+	pthread_mutex_lock(&nt->lock);
+	for (;;) {
+		while (!nt->head && !nt->stop)
+			pthread_cond_wait(&nt->cond, &nt->lock);
+		if (nt->stop)
+			break;
+		it = nt->head;
+		nt->head = it->next;
+		if (!nt->head)
+			nt->tail = &nt->head;
+		pthread_mutex_unlock(&nt->lock);
+		/* ENOENT: the kernel had nothing cached; nothing to do. */
+		fuse_lowlevel_notify_inval_entry(nt->se, it->parent, it->name,
+						 strlen(it->name));
+		free(it);
+		pthread_mutex_lock(&nt->lock);
+	}
+	pthread_mutex_unlock(&nt->lock);
+	return NULL;
+}
+
+int fs_notifier_start(struct keyfs_ctx *ctx, struct fuse_session *se)
+{
+	struct notifier *nt = calloc(1, sizeof(*nt));
+	int ret;
+
+	if (!nt)
+		return -ENOMEM;
+	nt->se = se;
+	nt->tail = &nt->head;
+	pthread_mutex_init(&nt->lock, NULL);
+	pthread_cond_init(&nt->cond, NULL);
+	ret = pthread_create(&nt->thread, NULL, notifier_main, nt);
+	if (ret != 0) {
+		pthread_cond_destroy(&nt->cond);
+		pthread_mutex_destroy(&nt->lock);
+		free(nt);
+		return -ret;
+	}
+	ctx->notifier = nt;
+	return 0;
+}
+
+void fs_notifier_stop(struct keyfs_ctx *ctx)
+{
+	struct notifier *nt = ctx->notifier;
+	struct notify_item *it, *next;
+
+	if (!nt)
+		return;
+	pthread_mutex_lock(&nt->lock);
+	nt->stop = true;
+	pthread_cond_signal(&nt->cond);
+	pthread_mutex_unlock(&nt->lock);
+	pthread_join(nt->thread, NULL);
+	for (it = nt->head; it; it = next) {
+		next = it->next;
+		free(it);
+	}
+	pthread_cond_destroy(&nt->cond);
+	pthread_mutex_destroy(&nt->lock);
+	free(nt);
+	ctx->notifier = NULL;
+}
+
+void fs_forget_name(struct keyfs_ctx *ctx, uint64_t parent, const char *name)
+{
+	struct notifier *nt = ctx->notifier;
+	size_t len = strlen(name);
+	struct notify_item *it;
+
+	if (!nt)
+		return;
+	it = malloc(sizeof(*it) + len + 1);
+	if (!it)
+		return;	/* the entry timeout still bounds how stale it gets */
+	it->next = NULL;
+	it->parent = parent;
+	memcpy(it->name, name, len + 1);
+	pthread_mutex_lock(&nt->lock);
+	*nt->tail = it;
+	nt->tail = &it->next;
+	pthread_cond_signal(&nt->cond);
+	pthread_mutex_unlock(&nt->lock);
+}
