@@ -81,7 +81,8 @@ static int start_backend(struct keyfs_ctx *ctx)
 	}
 	ret = ctx->ops->init(&ctx->be, &cfg, err, sizeof(err));
 	if (ret < 0)
-		fprintf(stderr, "%s\n", err[0] ? err : strerror(-ret));
+		fprintf(stderr, "%s%s\n", strncmp(err, "keyfs:", 6) ? "keyfs: " : "",
+			err[0] ? err : strerror(-ret));
 	return ret;
 }
 
