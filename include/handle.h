@@ -59,6 +59,11 @@ void handle_close(struct handle *h);
 void handle_set_opener(struct handle *h, const struct keyfs_cred *c);
 void handle_free(struct handle *h);
 
+/* Replace a key's payload, keeping its expiry (the kernel's update would
+ * clear it).  Used by commits and by rename within a keyring. */
+int handle_update_payload(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
+			  kserial_t serial, const void *buf, size_t len);
+
 /* The largest payload a key of this type takes. */
 size_t handle_payload_max(const char *type);
 

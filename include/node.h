@@ -48,6 +48,7 @@ extern const char *const ctl_file_names[CTLF_COUNT];
 enum node_kind {
 	NODE_PENDING,		/* a created key with no payload yet */
 	NODE_SEARCHTYPE,	/* .keyfs/search/TYPE */
+	NODE_ALIAS,		/* a gone key's inode that stands for another key */
 };
 
 /* A node keyfs made up.  Owned by the node table. */
@@ -69,7 +70,7 @@ struct node {
 	bool perm_set;
 	time_t expiry;		/* absolute; applied at instantiation when nonzero */
 	struct timespec mtime, ctime;
-	kserial_t serial;	/* the key, once instantiated; 0 before */
+	kserial_t serial;	/* the key, once instantiated; 0 before.  NODE_ALIAS: the key it stands for */
 	bool unlinked;		/* removed before instantiation */
 };
 
@@ -83,6 +84,11 @@ struct node *node_get(struct node_table *t, uint64_t ino);
  * type and desc are copied. */
 struct node *node_new(struct node_table *t, enum node_kind kind,
 		      const char *type, const char *desc);
+/* Make inode ino (a key's serial) stand for key target until the kernel
+ * forgets ino: after a rename replaced target's payload with the key ino
+ * was, the kernel keeps ino under target's name.  NULL on ENOMEM. */
+struct node *node_add_alias(struct node_table *t, uint64_t ino, kserial_t target);
+
 /* The live pending entry of this type and description in keyring parent. */
 struct node *node_find_pending(struct node_table *t, kserial_t parent,
 			       const char *type, const char *desc);

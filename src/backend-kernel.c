@@ -1158,8 +1158,9 @@ static int describe_dead(struct keyfs_backend *b, const struct keyfs_cred *c,
 
 	if (err != -EKEYREVOKED && err != -EKEYEXPIRED && err != -ENOKEY)
 		return err;
-	/* ENOKEY also means gone: only a fresh /proc/keys tells */
-	ret = proc_fresh(b, err == -ENOKEY);
+	/* The key died since the last parse (ENOKEY may even mean gone):
+	 * only a fresh /proc/keys tells.  Dead keys are few, so it is cheap. */
+	ret = proc_fresh(b, true);
 	if (ret < 0)
 		return err;
 	pe = proc_find(b, key);
@@ -1445,6 +1446,31 @@ static int kernel_add(struct keyfs_backend *b, const struct keyfs_cred *c,
 	return 0;
 }
 
+/*
+ * KEYCTL_UPDATE takes at most a page, but add_key(2) takes the type's
+ * whole limit and updates the key of that type and description it finds
+ * in the keyring it is given.  keyfs's own process keyring is that keyring
+ * for the moment of the update.  Runs as keyfs itself, after keyfs's own
+ * write check for the caller; the kernel checks write again.
+ */
+static int update_large(const struct kkey *k, const void *payload, size_t len)
+{
+	key_serial_t got;
+	int ret = kerr(keyctl_link(k->serial, KEY_SPEC_PROCESS_KEYRING));
+
+	if (ret < 0)
+		return ret;
+	got = add_key(k->type, k->desc, payload, len, KEY_SPEC_PROCESS_KEYRING);
+	ret = got < 0 ? -errno : 0;
+	keyctl_unlink(k->serial, KEY_SPEC_PROCESS_KEYRING);
+	if (ret == 0 && got != k->serial) {
+		/* Another key was made instead: undo it, report it. */
+		keyctl_unlink(got, KEY_SPEC_PROCESS_KEYRING);
+		ret = -EIO;
+	}
+	return ret;
+}
+
 static int kernel_update(struct keyfs_backend *b, const struct keyfs_cred *c,
 			 kserial_t key, const void *payload, size_t len)
 {
@@ -1464,11 +1490,15 @@ static int kernel_update(struct keyfs_backend *b, const struct keyfs_cred *c,
 		if (ret < 0)
 			return ret;
 	}
-	ret = caller_begin(b, c, &sw);
-	if (ret < 0)
-		return ret;
-	ret = kerr(keyctl_update(key, payload, len));
-	caller_end(b, sw);
+	if (len > (size_t)sysconf(_SC_PAGESIZE) && k && k->desc) {
+		ret = update_large(k, payload, len);
+	} else {
+		ret = caller_begin(b, c, &sw);
+		if (ret < 0)
+			return ret;
+		ret = kerr(keyctl_update(key, payload, len));
+		caller_end(b, sw);
+	}
 	if (ret == 0)
 		touch_payload(kkey_get(b, key));
 	return ret;

@@ -426,7 +426,7 @@ static int check_own_name(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
  * source goes, which is what save-by-rename (editors, sed -i) needs. */
 static int rename_in_keyring(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 			     kserial_t keyring, const struct tnode *src,
-			     const char *newname, unsigned flags)
+			     const char *newname, unsigned flags, kserial_t *out)
 {
 	char type[KEYFS_TYPE_MAX + 1];
 	char *desc = NULL;
@@ -469,11 +469,19 @@ static int rename_in_keyring(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 	if (ret < 0)
 		goto out;
 	if (target)
-		ret = BACKEND_CALL(ctx, update, c, target, h->buf, h->len);
+		ret = handle_update_payload(ctx, c, target, h->buf, h->len);
 	else
 		ret = BACKEND_CALL(ctx, add, c, type, desc, h->buf, h->len, keyring, &target);
 	if (ret == 0 && target != src->serial)
 		ret = BACKEND_CALL(ctx, unlink, c, src->serial, keyring);
+	/* The kernel now takes newname for the source's inode, but the target
+	 * key kept its own serial.  Until the kernel looks the name up again,
+	 * the source's inode, if this keyring was its only one, stands for the
+	 * target key, so a reader never meets a vanished key. */
+	if (ret == 0 && target != src->serial && ki.nlink <= 1)
+		node_add_alias(ctx->nodes, src->ino, target);
+	if (ret == 0)
+		*out = target;
 out:
 	handle_free(h);
 	free(desc);
@@ -498,11 +506,11 @@ static void fs_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 	if (ret == 0)
 		ret = parent_keyring(ctx, newparent, &to);
 	if (ret == 0 && from == to) {
+		kserial_t target = 0;
+
 		ret = strcmp(name, newname) == 0 ? 0 :
-		      rename_in_keyring(ctx, c, from, &tn, newname, flags);
-		/* The kernel now takes newname for the source's inode, but the
-		 * target key kept its own: make it look the name up again. */
-		if (ret == 0)
+		      rename_in_keyring(ctx, c, from, &tn, newname, flags, &target);
+		if (ret == 0 && target)
 			fs_forget_name(ctx, newparent, newname);
 	}
 	else if (ret == 0)

@@ -284,6 +284,29 @@ static int instantiate(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 	return 0;
 }
 
+int handle_update_payload(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
+			  kserial_t serial, const void *buf, size_t len)
+{
+	struct key_info *ki = malloc(sizeof(*ki));
+	time_t expiry = 0, now;
+	int ret;
+
+	if (!ki)
+		return -ENOMEM;
+	if (BACKEND_CALL(ctx, describe, c, serial, ki) == 0)
+		expiry = ki->expiry;
+	free(ki);
+	ret = BACKEND_CALL(ctx, update, c, serial, buf, len);
+	/* The kernel's update drops the expiry (user_update takes the new
+	 * payload's, which is none); a file keeps its attributes when its
+	 * contents change, and a token must not outlive its timeout because
+	 * it was rewritten. */
+	now = time(NULL);
+	if (ret == 0 && expiry > now)
+		ret = BACKEND_CALL(ctx, set_timeout, c, serial, (unsigned)(expiry - now));
+	return ret;
+}
+
 int handle_commit(struct keyfs_ctx *ctx, struct handle *h)
 {
 	const struct keyfs_cred *c = &h->opener;
@@ -306,7 +329,7 @@ int handle_commit(struct keyfs_ctx *ctx, struct handle *h)
 		}
 		ret = instantiate(ctx, c, h);
 	} else {
-		ret = BACKEND_CALL(ctx, update, c, h->serial, h->buf, h->len);
+		ret = handle_update_payload(ctx, c, h->serial, h->buf, h->len);
 	}
 	if (ret == 0)
 		h->dirty = false;

@@ -57,11 +57,20 @@ struct node *node_get(struct node_table *t, uint64_t ino)
 	return NULL;
 }
 
+static void node_hash(struct node_table *t, struct node *n)
+{
+	unsigned b = bucket_of(n->ino);
+
+	n->hnext = t->bucket[b];
+	t->bucket[b] = n;
+	n->lnext = t->all;
+	t->all = n;
+}
+
 struct node *node_new(struct node_table *t, enum node_kind kind,
 		      const char *type, const char *desc)
 {
 	struct node *n = calloc(1, sizeof(*n));
-	unsigned b;
 
 	if (!n)
 		return NULL;
@@ -73,11 +82,27 @@ struct node *node_new(struct node_table *t, enum node_kind kind,
 		return NULL;
 	}
 	n->ino = t->next_ino++;
-	b = bucket_of(n->ino);
-	n->hnext = t->bucket[b];
-	t->bucket[b] = n;
-	n->lnext = t->all;
-	t->all = n;
+	node_hash(t, n);
+	return n;
+}
+
+struct node *node_add_alias(struct node_table *t, uint64_t ino, kserial_t target)
+{
+	struct node *n = node_get(t, ino);
+
+	if (n) {
+		n->serial = target;	/* renamed over twice: the latest wins */
+		return n;
+	}
+	n = calloc(1, sizeof(*n));
+	if (!n)
+		return NULL;
+	n->kind = NODE_ALIAS;
+	n->ino = ino;
+	n->serial = target;
+	/* Lives until the kernel's forget, whatever count it carries. */
+	n->nlookup = 1;
+	node_hash(t, n);
 	return n;
 }
 
@@ -129,7 +154,7 @@ void node_forget(struct node_table *t, uint64_t ino, uint64_t count)
 
 	if (!n)
 		return;
-	n->nlookup = count >= n->nlookup ? 0 : n->nlookup - count;
+	n->nlookup = count >= n->nlookup || n->kind == NODE_ALIAS ? 0 : n->nlookup - count;
 	/* A live pending entry is listed with no reference from the kernel,
 	 * so it stays until it is instantiated, unlinked or unmounted. */
 	if (n->nlookup == 0 && !node_pending_live(n)) {

@@ -101,7 +101,9 @@ int tree_node(struct keyfs_ctx *ctx, uint64_t ino, struct tnode *out)
 	if (ino < INO_VIRT) {
 		if (ino > INT32_MAX || ino == 0)
 			return -ESTALE;
-		set_key(ctx, out, (kserial_t)ino);
+		n = node_get(ctx->nodes, ino);
+		set_key(ctx, out, n && n->kind == NODE_ALIAS ? n->serial : (kserial_t)ino);
+		out->ino = ino;
 		return 0;
 	}
 	switch (ino) {

@@ -1,0 +1,186 @@
+/* control.c: the commands written to .keyfs/ files, and the texts read from them. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "control.h"
+#include "control-parse.h"
+#include "tree.h"
+
+bool control_is_writable(enum ctl_file f)
+{
+	return f < CTLF_KEYS;
+}
+
+/* @s @u @us @p mean the mount's keyrings, the ones its tree shows. */
+static int resolve_special(struct keyfs_ctx *ctx, int special,
+			   kserial_t *out)
+{
+	kserial_t s;
+
+	switch (special) {
+	case KEYFS_SPEC_SESSION:
+		s = ctx->session;
+		break;
+	case KEYFS_SPEC_USER:
+		s = ctx->user;
+		break;
+	case KEYFS_SPEC_USER_SESSION:
+		s = ctx->user_session;
+		break;
+	case KEYFS_SPEC_PROCESS:
+		s = ctx->process;
+		break;
+	default:
+		return -EINVAL;
+	}
+	if (s == 0)
+		return -ENOKEY;
+	*out = s;
+	return 0;
+}
+
+/*
+ * A #SERIAL must name a key that exists.  Only "no such key" is final
+ * here: a key the caller may not view, or one revoked or expired, can
+ * still be the object of the command (unlinking a revoked key is the
+ * usual cleanup), so the backend's own checks decide those.
+ */
+static int check_serial(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
+			kserial_t serial)
+{
+	struct key_info ki;
+	int ret;
+
+	ret = BACKEND_CALL(ctx, describe, c, serial, &ki);
+	if (ret == -ENOKEY || ret == -ENOENT)
+		return -ENOKEY;
+	return 0;
+}
+
+static int resolve_ref(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
+		       const struct ctl_ref *ref, kserial_t *out)
+{
+	int ret;
+
+	switch (ref->kind) {
+	case CTL_REF_PATH:
+		return tree_resolve(ctx, c, ref->path, out);
+	case CTL_REF_SERIAL:
+		ret = check_serial(ctx, c, ref->serial);
+		if (ret == 0)
+			*out = ref->serial;
+		return ret;
+	case CTL_REF_SPECIAL:
+		return resolve_special(ctx, ref->special, out);
+	}
+	return -EINVAL;
+}
+
+/* Which of a command's fields name keys. */
+static bool uses_key(enum ctl_cmd cmd)
+{
+	return cmd != CTL_REQUEST;
+}
+
+static bool uses_keyring(enum ctl_cmd cmd)
+{
+	return cmd == CTL_LINK || cmd == CTL_UNLINK || cmd == CTL_REQUEST;
+}
+
+/* The one backend operation a command stands for; every reference is
+ * resolved by now. */
+static int run_command(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
+		       const struct ctl_command *cmd, kserial_t key,
+		       kserial_t keyring)
+{
+	kserial_t found;
+
+	switch (cmd->cmd) {
+	case CTL_REVOKE:
+		return BACKEND_CALL(ctx, revoke, c, key);
+	case CTL_INVALIDATE:
+		return BACKEND_CALL(ctx, invalidate, c, key);
+	case CTL_LINK:
+		return BACKEND_CALL(ctx, link, c, key, keyring);
+	case CTL_UNLINK:
+		return BACKEND_CALL(ctx, unlink, c, key, keyring);
+	case CTL_SETPERM:
+		return BACKEND_CALL(ctx, setperm, c, key, cmd->perm);
+	case CTL_CHOWN:
+		return BACKEND_CALL(ctx, chown, c, key, cmd->uid, cmd->gid);
+	case CTL_TIMEOUT:
+		return BACKEND_CALL(ctx, set_timeout, c, key, cmd->timeout);
+	case CTL_CLEAR:
+		return BACKEND_CALL(ctx, clear, c, key);
+	case CTL_RESTRICT:
+		return BACKEND_CALL(ctx, restrict_keyring, c, key, cmd->type,
+				    cmd->restriction);
+	case CTL_REQUEST:
+		return BACKEND_CALL(ctx, request, c, cmd->type, cmd->desc,
+				    cmd->callout, keyring, &found);
+	}
+	return -EINVAL;
+}
+
+int control_write(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
+		  enum ctl_file f, const char *buf, size_t len)
+{
+	struct ctl_command cmd;
+	kserial_t key = 0, keyring = 0;
+	enum ctl_cmd which;
+	int ret;
+
+	if (f >= CTLF_COUNT || !control_is_writable(f) ||
+	    ctl_cmd_from_name(ctl_file_names[f], &which) < 0)
+		return -EBADF;
+	ret = ctl_parse(which, buf, len, ctx->mountpoint, &cmd);
+	if (ret < 0)
+		return ret;
+	/* Everything is looked up before anything is done, so a bad second
+	 * reference leaves the first key untouched. */
+	if (uses_key(which)) {
+		ret = resolve_ref(ctx, c, &cmd.key, &key);
+		if (ret < 0)
+			goto out;
+	}
+	if (uses_keyring(which)) {
+		ret = resolve_ref(ctx, c, &cmd.keyring, &keyring);
+		if (ret < 0)
+			goto out;
+	}
+	ret = run_command(ctx, c, &cmd, key, keyring);
+out:
+	ctl_command_free(&cmd);
+	return ret;
+}
+
+int control_read_alloc(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
+		       enum ctl_file f, char **text_alloc, size_t *len)
+{
+	char *text = NULL;
+	int ret;
+
+	switch (f) {
+	case CTLF_KEYS:
+		ret = BACKEND_CALL(ctx, proc_keys, c, &text);
+		break;
+	case CTLF_KEY_USERS:
+		ret = BACKEND_CALL(ctx, proc_key_users, c, &text);
+		break;
+	case CTLF_SUPPORTS:
+		ret = BACKEND_CALL(ctx, supports, &text);
+		break;
+	default:
+		return -EBADF;
+	}
+	if (ret < 0)
+		return ret;
+	if (!text)
+		text = strdup("");
+	if (!text)
+		return -ENOMEM;
+	*text_alloc = text;
+	*len = strlen(text);
+	return 0;
+}

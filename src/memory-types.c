@@ -1,0 +1,483 @@
+/* memory-types.c: the memory backend's key types and the keyring link table. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "memory.h"
+
+/* ---- payload types: user, logon, big_key ---- */
+
+static int payload_preparse(struct mkey_prep *prep, const void *data,
+			    size_t len, size_t max)
+{
+	if (len == 0 || !data)
+		return -EINVAL;
+	if (len > max)
+		return -EFBIG;
+	prep->data = malloc(len);
+	if (!prep->data)
+		return -ENOMEM;
+	memcpy(prep->data, data, len);
+	prep->len = len;
+	prep->datalen = len;
+	return 0;
+}
+
+static int user_preparse(struct mkey_prep *prep, const void *data, size_t len)
+{
+	return payload_preparse(prep, data, len, KEYFS_USER_PAYLOAD_MAX);
+}
+
+static int big_key_preparse(struct mkey_prep *prep, const void *data,
+			    size_t len)
+{
+	return payload_preparse(prep, data, len, KEYFS_BIG_PAYLOAD_MAX);
+}
+
+static void payload_free_preparse(struct mkey_prep *prep)
+{
+	if (prep->data) {
+		explicit_bzero(prep->data, prep->len);
+		free(prep->data);
+	}
+	prep->data = NULL;
+	prep->len = 0;
+}
+
+static void payload_wipe(struct mkey *key)
+{
+	if (key->payload) {
+		explicit_bzero(key->payload, key->len);
+		free(key->payload);
+	}
+	key->payload = NULL;
+	key->len = 0;
+	key->datalen = 0;
+}
+
+static void payload_instantiate(struct mkey *key, struct mkey_prep *prep)
+{
+	key->payload = prep->data;
+	key->len = prep->len;
+	key->datalen = prep->datalen;
+	prep->data = NULL;
+	prep->len = 0;
+}
+
+/* user_update(): the new payload displaces the old and, as in the kernel,
+ * the key's timeout is cleared (the update sets the preparsed expiry,
+ * which is "none"). */
+static void user_update(struct mkey *key, struct mkey_prep *prep)
+{
+	payload_wipe(key);
+	payload_instantiate(key, prep);
+	key->expiry = 0;
+}
+
+/* big_key_update() keeps the timeout. */
+static void big_key_update(struct mkey *key, struct mkey_prep *prep)
+{
+	payload_wipe(key);
+	payload_instantiate(key, prep);
+}
+
+static bool desc_match(const struct mkey *key, const char *desc)
+{
+	return strcmp(key->desc, desc) == 0;
+}
+
+static void payload_revoke(struct keyfs_backend *b, struct mkey *key)
+{
+	(void)b;
+	payload_wipe(key);
+}
+
+static void payload_destroy(struct keyfs_backend *b, struct mkey *key)
+{
+	(void)b;
+	payload_wipe(key);
+}
+
+static void user_describe(const struct mkey *key, char *buf, size_t len)
+{
+	if (key->negative)
+		snprintf(buf, len, "%s", key->desc);
+	else
+		snprintf(buf, len, "%s: %zu", key->desc, key->datalen);
+}
+
+static void big_key_describe(const struct mkey *key, char *buf, size_t len)
+{
+	if (key->negative)
+		snprintf(buf, len, "%s", key->desc);
+	else
+		snprintf(buf, len, "%s: %zu [%s]", key->desc, key->datalen,
+			 key->datalen > MEM_BIG_KEY_FILE_THRESHOLD ?
+			 "file" : "buff");
+}
+
+static int payload_read(const struct mkey *key, void **buf_alloc, size_t *len)
+{
+	void *buf = NULL;
+
+	if (key->len) {
+		buf = malloc(key->len);
+		if (!buf)
+			return -ENOMEM;
+		memcpy(buf, key->payload, key->len);
+	}
+	*buf_alloc = buf;
+	*len = key->len;
+	return 0;
+}
+
+/* logon_vet_description(): "subtype:rest", the subtype not empty. */
+static int logon_vet_description(const char *desc)
+{
+	const char *colon = strchr(desc, ':');
+
+	return colon && colon != desc ? 0 : -EINVAL;
+}
+
+static const struct mkey_type mtype_user = {
+	.name = "user",
+	.max_payload = KEYFS_USER_PAYLOAD_MAX,
+	.preparse = user_preparse,
+	.free_preparse = payload_free_preparse,
+	.instantiate = payload_instantiate,
+	.update = user_update,
+	.match = desc_match,
+	.revoke = payload_revoke,
+	.destroy = payload_destroy,
+	.describe = user_describe,
+	.read = payload_read,
+};
+
+/* As user, but the payload can never be read back from user space. */
+static const struct mkey_type mtype_logon = {
+	.name = "logon",
+	.max_payload = KEYFS_USER_PAYLOAD_MAX,
+	.vet_description = logon_vet_description,
+	.preparse = user_preparse,
+	.free_preparse = payload_free_preparse,
+	.instantiate = payload_instantiate,
+	.update = user_update,
+	.match = desc_match,
+	.revoke = payload_revoke,
+	.destroy = payload_destroy,
+	.describe = user_describe,
+};
+
+static const struct mkey_type mtype_big_key = {
+	.name = "big_key",
+	.max_payload = KEYFS_BIG_PAYLOAD_MAX,
+	.preparse = big_key_preparse,
+	.free_preparse = payload_free_preparse,
+	.instantiate = payload_instantiate,
+	.update = big_key_update,
+	.match = desc_match,
+	.revoke = payload_revoke,
+	.destroy = payload_destroy,
+	.describe = big_key_describe,
+	.read = payload_read,
+};
+
+/* ---- the keyring link table ---- */
+
+static size_t index_hash(const struct mkey_type *type, const char *desc)
+{
+	/* FNV-1a over the type name and the description. */
+	size_t h = 2166136261u;
+
+	for (const char *p = type->name; *p; p++)
+		h = (h ^ (unsigned char)*p) * 16777619u;
+	h = (h ^ 0xff) * 16777619u;
+	for (const char *p = desc; *p; p++)
+		h = (h ^ (unsigned char)*p) * 16777619u;
+	return h;
+}
+
+struct mring *mring_alloc(void)
+{
+	return calloc(1, sizeof(struct mring));
+}
+
+void mring_free(struct mring *r)
+{
+	if (!r)
+		return;
+	free(r->links);
+	free(r->index);
+	free(r->restrict_type);
+	free(r->restriction);
+	free(r);
+}
+
+static size_t index_slot(const struct mring *r, const struct mkey_type *type,
+			 const char *desc)
+{
+	size_t mask = r->icap - 1;
+	size_t i = index_hash(type, desc) & mask;
+
+	while (r->index[i]) {
+		struct mkey *k = r->index[i];
+
+		if (k->type == type && k->type->match(k, desc))
+			break;
+		i = (i + 1) & mask;
+	}
+	return i;
+}
+
+struct mkey *mring_find(const struct mkey *keyring,
+			const struct mkey_type *type, const char *desc)
+{
+	const struct mring *r = keyring->ring;
+
+	if (!r || r->icap == 0)
+		return NULL;
+	return r->index[index_slot(r, type, desc)];
+}
+
+static int index_grow(struct mring *r, size_t want)
+{
+	size_t icap = r->icap ? r->icap : 8;
+	struct mkey **old = r->index;
+	size_t oldcap = r->icap;
+
+	while (icap < 2 * want)
+		icap *= 2;
+	if (icap == r->icap)
+		return 0;
+	r->index = calloc(icap, sizeof(*r->index));
+	if (!r->index) {
+		r->index = old;
+		return -ENOMEM;
+	}
+	r->icap = icap;
+	for (size_t i = 0; i < oldcap; i++)
+		if (old[i])
+			r->index[index_slot(r, old[i]->type, old[i]->desc)] = old[i];
+	free(old);
+	return 0;
+}
+
+int mring_reserve(struct mkey *keyring, struct mkey *child)
+{
+	struct mring *r = keyring->ring;
+
+	if (r->nlinks + 1 > r->cap) {
+		size_t cap = r->cap ? r->cap * 2 : 8;
+		struct mkey **l = realloc(r->links, cap * sizeof(*l));
+
+		if (!l)
+			return -ENOMEM;
+		r->links = l;
+		r->cap = cap;
+	}
+	if (index_grow(r, r->nlinks + 1) < 0)
+		return -ENOMEM;
+	if (child->nparents + 1 > child->pcap) {
+		size_t cap = child->pcap ? child->pcap * 2 : 2;
+		struct mkey **p = realloc(child->parents, cap * sizeof(*p));
+
+		if (!p)
+			return -ENOMEM;
+		child->parents = p;
+		child->pcap = cap;
+	}
+	return 0;
+}
+
+static void parent_remove(struct mkey *child, struct mkey *keyring)
+{
+	for (size_t i = 0; i < child->nparents; i++)
+		if (child->parents[i] == keyring) {
+			child->parents[i] = child->parents[--child->nparents];
+			return;
+		}
+}
+
+/* Remove slot i from the index, shifting back the entries of its probe
+ * run so that lookups never meet a hole (no tombstones). */
+static void index_delete(struct mring *r, size_t i)
+{
+	size_t mask = r->icap - 1;
+	size_t j = i;
+
+	r->index[i] = NULL;
+	for (;;) {
+		size_t home;
+
+		j = (j + 1) & mask;
+		if (!r->index[j])
+			return;
+		home = index_hash(r->index[j]->type, r->index[j]->desc) & mask;
+		/* Move j back into the hole unless its home lies cyclically
+		 * in (i, j]. */
+		if (i <= j ? (home <= i || home > j) : (home <= i && home > j)) {
+			r->index[i] = r->index[j];
+			r->index[j] = NULL;
+			i = j;
+		}
+	}
+}
+
+struct mkey *mring_link(struct mkey *keyring, struct mkey *child)
+{
+	struct mring *r = keyring->ring;
+	size_t slot = index_slot(r, child->type, child->desc);
+	struct mkey *old = r->index[slot];
+
+	if (old == child)
+		return NULL;
+	r->index[slot] = child;
+	child->parents[child->nparents++] = keyring;
+	if (old) {
+		/* Displace in place, as the kernel's assoc_array replaces
+		 * the leaf: the new key takes the old one's position. */
+		for (size_t i = 0; i < r->nlinks; i++)
+			if (r->links[i] == old) {
+				r->links[i] = child;
+				break;
+			}
+		parent_remove(old, keyring);
+		return old;
+	}
+	r->links[r->nlinks++] = child;
+	keyring->datalen = r->nlinks * MEM_LINK_BYTES;
+	return NULL;
+}
+
+bool mring_unlink(struct mkey *keyring, struct mkey *child)
+{
+	struct mring *r = keyring->ring;
+	size_t slot;
+
+	if (!r || r->icap == 0)
+		return false;
+	slot = index_slot(r, child->type, child->desc);
+	if (r->index[slot] != child)
+		return false;
+	index_delete(r, slot);
+	for (size_t i = 0; i < r->nlinks; i++)
+		if (r->links[i] == child) {
+			memmove(&r->links[i], &r->links[i + 1],
+				(r->nlinks - i - 1) * sizeof(*r->links));
+			r->nlinks--;
+			break;
+		}
+	parent_remove(child, keyring);
+	keyring->datalen = r->nlinks * MEM_LINK_BYTES;
+	return true;
+}
+
+void mring_clear(struct keyfs_backend *b, struct mkey *keyring)
+{
+	struct mring *r = keyring->ring;
+
+	if (!r)
+		return;
+	for (size_t i = 0; i < r->nlinks; i++) {
+		parent_remove(r->links[i], keyring);
+		mem_key_unref(b, r->links[i]);
+	}
+	r->nlinks = 0;
+	if (r->index)
+		memset(r->index, 0, r->icap * sizeof(*r->index));
+	keyring->datalen = 0;
+}
+
+/* ---- keyring ---- */
+
+static int keyring_preparse(struct mkey_prep *prep, const void *data,
+			    size_t len)
+{
+	(void)data;
+	if (len != 0)
+		return -EINVAL;
+	prep->ring = mring_alloc();
+	return prep->ring ? 0 : -ENOMEM;
+}
+
+static void keyring_free_preparse(struct mkey_prep *prep)
+{
+	mring_free(prep->ring);
+	prep->ring = NULL;
+}
+
+static void keyring_instantiate(struct mkey *key, struct mkey_prep *prep)
+{
+	key->ring = prep->ring;
+	key->datalen = 0;
+	prep->ring = NULL;
+}
+
+/* keyring_revoke(): a revoked keyring drops all its links at once. */
+static void keyring_revoke(struct keyfs_backend *b, struct mkey *key)
+{
+	mring_clear(b, key);
+}
+
+static void keyring_destroy(struct keyfs_backend *b, struct mkey *key)
+{
+	mring_clear(b, key);
+	mring_free(key->ring);
+	key->ring = NULL;
+}
+
+static void keyring_describe(const struct mkey *key, char *buf, size_t len)
+{
+	size_t n = key->ring ? key->ring->nlinks : 0;
+
+	if (key->negative)
+		snprintf(buf, len, "%s", key->desc);
+	else if (n)
+		snprintf(buf, len, "%s: %zu", key->desc, n);
+	else
+		snprintf(buf, len, "%s: empty", key->desc);
+}
+
+/* A keyring reads as the array of the serials it links. */
+static int keyring_read(const struct mkey *key, void **buf_alloc, size_t *len)
+{
+	size_t n = key->ring ? key->ring->nlinks : 0;
+	kserial_t *buf = NULL;
+
+	if (n) {
+		buf = malloc(n * sizeof(*buf));
+		if (!buf)
+			return -ENOMEM;
+		for (size_t i = 0; i < n; i++)
+			buf[i] = key->ring->links[i]->serial;
+	}
+	*buf_alloc = buf;
+	*len = n * sizeof(*buf);
+	return 0;
+}
+
+const struct mkey_type mtype_keyring = {
+	.name = "keyring",
+	.max_payload = 0,
+	.preparse = keyring_preparse,
+	.free_preparse = keyring_free_preparse,
+	.instantiate = keyring_instantiate,
+	.match = desc_match,
+	.revoke = keyring_revoke,
+	.destroy = keyring_destroy,
+	.describe = keyring_describe,
+	.read = keyring_read,
+};
+
+static const struct mkey_type *const mtypes[] = {
+	&mtype_keyring, &mtype_user, &mtype_logon, &mtype_big_key,
+};
+
+const struct mkey_type *mtype_lookup(const char *name)
+{
+	for (size_t i = 0; i < sizeof(mtypes) / sizeof(mtypes[0]); i++)
+		if (strcmp(mtypes[i]->name, name) == 0)
+			return mtypes[i];
+	return NULL;
+}
