@@ -37,22 +37,12 @@ static int resolve_root(struct keyfs_ctx *ctx, const char *spec, kserial_t *out)
 	return 0;
 }
 
-/* What belongs to the running daemon: its process keyring, and the
- * keyrings of the tree, looked up once it has its final pid. */
-static int resolve_keyrings(struct keyfs_ctx *ctx)
+/* root= must name a keyring the mounter may view. */
+static int check_root(struct keyfs_ctx *ctx)
 {
 	struct key_info ki;
-	int ret;
+	int ret = resolve_root(ctx, ctx->opts.root, &ctx->root_key);
 
-	clock_gettime(CLOCK_REALTIME, &ctx->started);
-	BACKEND_CALL(ctx, special, &ctx->mounter, KEYFS_SPEC_SESSION, true, &ctx->session);
-	BACKEND_CALL(ctx, special, &ctx->mounter, KEYFS_SPEC_USER, true, &ctx->user);
-	BACKEND_CALL(ctx, special, &ctx->mounter, KEYFS_SPEC_USER_SESSION, true, &ctx->user_session);
-	BACKEND_CALL(ctx, special, &ctx->mounter, KEYFS_SPEC_PROCESS, true, &ctx->process);
-	BACKEND_CALL(ctx, persistent, &ctx->mounter, &ctx->persistent);
-	if (!ctx->opts.root)
-		return 0;
-	ret = resolve_root(ctx, ctx->opts.root, &ctx->root_key);
 	if (ret == 0)
 		ret = BACKEND_CALL(ctx, describe, &ctx->mounter, ctx->root_key, &ki);
 	if (ret == 0 && !keyfs_is_keyring_type(ki.type))
@@ -60,6 +50,19 @@ static int resolve_keyrings(struct keyfs_ctx *ctx)
 	if (ret < 0)
 		fprintf(stderr, "keyfs: root=%s: %s\n", ctx->opts.root, strerror(-ret));
 	return ret;
+}
+
+/* What belongs to the running daemon: its process keyring, and the
+ * keyrings of the tree, looked up once it has its final pid. */
+static int resolve_keyrings(struct keyfs_ctx *ctx)
+{
+	clock_gettime(CLOCK_REALTIME, &ctx->started);
+	BACKEND_CALL(ctx, special, &ctx->mounter, KEYFS_SPEC_SESSION, true, &ctx->session);
+	BACKEND_CALL(ctx, special, &ctx->mounter, KEYFS_SPEC_USER, true, &ctx->user);
+	BACKEND_CALL(ctx, special, &ctx->mounter, KEYFS_SPEC_USER_SESSION, true, &ctx->user_session);
+	BACKEND_CALL(ctx, special, &ctx->mounter, KEYFS_SPEC_PROCESS, true, &ctx->process);
+	BACKEND_CALL(ctx, persistent, &ctx->mounter, &ctx->persistent);
+	return ctx->opts.root ? check_root(ctx) : 0;
 }
 
 static int start_backend(struct keyfs_ctx *ctx)
@@ -124,7 +127,12 @@ int main(int argc, char *argv[])
 		goto out_args;
 	if (start_backend(&ctx) < 0)
 		goto out_nodes;
+	/* A bad root= fails here, on the terminal, not after detaching.  @p
+	 * waits: the process keyring is the daemon's, made after the fork. */
+	if (ctx.opts.root && strcmp(ctx.opts.root, "@p") != 0 && check_root(&ctx) < 0)
+		goto out_backend;
 	status = fs_run(&ctx, &args, resolve_keyrings);
+out_backend:
 	ctx.ops->destroy(ctx.be);
 out_nodes:
 	node_table_free(ctx.nodes);
