@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "control.h"
+#include "fs.h"
 #include "control-parse.h"
 #include "tree.h"
 
@@ -150,6 +151,12 @@ int control_write(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 			goto out;
 	}
 	ret = run_command(ctx, c, &cmd, key, keyring);
+	/* The kernel caches these keys' attributes (mode, owner, link
+	 * counts); it saw none of this happen. */
+	if (ret == 0) {
+		fs_key_changed(ctx, key);
+		fs_key_changed(ctx, keyring);
+	}
 out:
 	ctl_command_free(&cmd);
 	return ret;

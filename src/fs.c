@@ -806,6 +806,9 @@ static void fs_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 
 	if (ret == 0)
 		ret = xattr_set(ctx, req_cred(req, &rc), &tn, name, value, size, flags);
+	/* perm changes the mode the kernel has cached */
+	if (ret == 0)
+		fs_key_changed(ctx, tn.serial);
 	fuse_reply_err(req, ret < 0 ? -ret : 0);
 }
 
