@@ -1,5 +1,4 @@
 /* test-store.c: unit tests of base64 and the JSON store of the memory backend. */
-#define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>

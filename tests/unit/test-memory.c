@@ -1,0 +1,599 @@
+/* test-memory.c: unit tests driving backend_memory_ops directly, against the kernel's keyring rules. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "backend.h"
+#include "tap.h"
+
+#define MOUNTER 4242
+#define STRANGER 1000
+
+static const struct keyfs_backend_ops *ops = &backend_memory_ops;
+static const struct keyfs_cred me = { .uid = MOUNTER, .gid = MOUNTER };
+static const struct keyfs_cred stranger = { .uid = STRANGER, .gid = STRANGER };
+static const struct keyfs_cred root = { .uid = 0, .gid = 0 };
+static char tmpdir[] = "/tmp/keyfs-test-memory.XXXXXX";
+
+static struct keyfs_backend *start(const char *store, const char *callout)
+{
+	struct backend_config cfg = {
+		.store = store, .request_key = callout,
+		.uid = MOUNTER, .gid = MOUNTER,
+	};
+	struct keyfs_backend *b = NULL;
+	char err[256];
+	int ret = ops->init(&b, &cfg, err, sizeof(err));
+
+	if (ret < 0)
+		printf("# init: %s\n", err);
+	return b;
+}
+
+static kserial_t spec(struct keyfs_backend *b, int which)
+{
+	kserial_t s = 0;
+
+	ops->special(b, &me, which, true, &s);
+	return s;
+}
+
+static kserial_t add(struct keyfs_backend *b, const struct keyfs_cred *c,
+		     const char *type, const char *desc, const char *payload,
+		     kserial_t keyring)
+{
+	kserial_t s = 0;
+	int ret = ops->add(b, c, type, desc, payload,
+			   payload ? strlen(payload) : 0, keyring, &s);
+
+	return ret < 0 ? ret : s;
+}
+
+static int state_of(struct keyfs_backend *b, kserial_t key)
+{
+	struct key_info ki;
+	int ret = ops->describe(b, &me, key, &ki);
+
+	return ret < 0 ? ret : (int)ki.state;
+}
+
+/* The payload as a string, or the -errno as text. */
+static const char *read_str(struct keyfs_backend *b, const struct keyfs_cred *c,
+			    kserial_t key)
+{
+	static char out[256];
+	void *buf = NULL;
+	size_t len = 0;
+	int ret = ops->read(b, c, key, &buf, &len);
+
+	if (ret < 0)
+		snprintf(out, sizeof(out), "error %d", ret);
+	else
+		snprintf(out, sizeof(out), "%.*s", (int)len, (char *)buf);
+	free(buf);
+	return out;
+}
+
+static void test_specials(struct keyfs_backend *b)
+{
+	kserial_t s = spec(b, KEYFS_SPEC_SESSION), u = spec(b, KEYFS_SPEC_USER);
+	kserial_t us = spec(b, KEYFS_SPEC_USER_SESSION), found = 0;
+	kserial_t p = spec(b, KEYFS_SPEC_PROCESS), t = spec(b, KEYFS_SPEC_THREAD);
+	struct key_info ki;
+
+	ok(s > 0 && u > 0 && us > 0 && p > 0, "special keyrings exist");
+	is_int(t, p, "@t resolves to the process keyring");
+	ops->describe(b, &me, s, &ki);
+	is_str(ki.desc, "_ses", "session keyring description");
+	is_int(ki.perm, 0x3f030000, "session keyring perm");
+	is_int(ki.uid, MOUNTER, "session keyring owned by the mounter");
+	ok(ki.possessed, "session keyring possessed");
+	ops->describe(b, &me, u, &ki);
+	is_str(ki.desc, "_uid.4242", "user keyring description");
+	is_int(ki.perm, 0x1f3f0000, "user keyring perm");
+	ops->describe(b, &me, p, &ki);
+	is_int(ki.perm, 0x3f010000, "process keyring perm");
+	is_int(ops->find(b, &me, s, "keyring", "_uid.4242", &found), 0,
+	       "the session keyring links the user keyring (a login)");
+	is_int(found, u, "found the user keyring in the session");
+	is_int(ops->find(b, &me, us, "keyring", "_uid.4242", &found), 0,
+	       "the user-session keyring links the user keyring");
+	is_int(ops->special(b, &stranger, KEYFS_SPEC_SESSION, false, &found), 0,
+	       "special gives the mounter's keyrings to anyone");
+	is_int(found, s, "same session keyring");
+	is_int(ops->persistent(b, &me, &found), 0, "persistent keyring");
+	ops->describe(b, &me, found, &ki);
+	is_str(ki.desc, "_persistent.4242", "persistent keyring description");
+	ok(ki.expiry > 0, "persistent keyring expires");
+}
+
+static void test_add(struct keyfs_backend *b)
+{
+	kserial_t s = spec(b, KEYFS_SPEC_SESSION), k, k2, found = 0;
+	static char big[KEYFS_BIG_PAYLOAD_MAX + 1];
+	struct key_info ki;
+
+	k = add(b, &me, "user", "alpha", "secret", s);
+	ok(k > 0, "add a user key");
+	ops->describe(b, &me, k, &ki);
+	is_int(ki.perm, 0x3f010000, "user key default perm");
+	is_int(ki.size, 6, "size is the payload length");
+	is_int(ki.uid, MOUNTER, "owned by the caller");
+	ok(ki.possessed, "a key in the session keyring is possessed");
+	is_str(read_str(b, &me, k), "secret", "read the payload");
+	is_int(ops->find(b, &me, s, "user", "alpha", &found), 0, "find by name");
+	is_int(found, k, "find gives the key");
+	is_int(ops->find(b, &me, s, "user", "beta", &found), -ENOKEY,
+	       "find of a missing name: ENOKEY");
+
+	k2 = add(b, &me, "user", "alpha", "other", s);
+	is_int(k2, k, "add of an existing name updates the key in place");
+	is_str(read_str(b, &me, k), "other", "payload updated");
+
+	k2 = add(b, &me, "logon", "cifs:alice", "pw", s);
+	ok(k2 > 0, "add a logon key");
+	ops->describe(b, &me, k2, &ki);
+	is_int(ki.perm, 0x3d010000, "logon key default perm");
+	is_int(ki.size, 0, "logon size is 0");
+	is_str(read_str(b, &me, k2), "error -95", "logon read: EOPNOTSUPP");
+	is_int(add(b, &me, "logon", "nocolon", "pw", s), -EINVAL,
+	       "logon without subtype: EINVAL");
+	is_int(add(b, &me, "logon", ":x", "pw", s), -EINVAL,
+	       "logon with empty subtype: EINVAL");
+	is_int(add(b, &me, "nosuch", "x", "pw", s), -ENODEV,
+	       "unknown type: ENODEV");
+	is_int(add(b, &me, ".hidden", "x", "pw", s), -EPERM,
+	       "dot type: EPERM");
+	is_int(add(b, &me, "user", "empty", "", s), -EINVAL,
+	       "empty user payload: EINVAL");
+	is_int(add(b, &me, "keyring", ".dot", NULL, s), -EPERM,
+	       "dot keyring: EPERM");
+	is_int(add(b, &me, "keyring", "kr", "data", s), -EINVAL,
+	       "keyring with a payload: EINVAL");
+	memset(big, 'x', sizeof(big));
+	is_int(ops->add(b, &me, "user", "big", big, 32768, s, &found), -EFBIG,
+	       "user payload over 32767: EFBIG");
+	is_int(ops->add(b, &me, "big_key", "big", big, 10000, s, &found), 0,
+	       "big_key");
+	is_int(ops->add(b, &me, "big_key", "big", big, KEYFS_BIG_PAYLOAD_MAX + 1,
+			s, &found), -EFBIG, "big_key over 1 MiB: EFBIG");
+	is_int(ops->add(b, &me, "user", "k", "x", 1, k, &found), -ENOTDIR,
+	       "add into a non-keyring: ENOTDIR");
+	is_int(ops->add(b, &me, "user", "k", "x", 1, 12345, &found), -ENOKEY,
+	       "add into a missing keyring: ENOKEY");
+	is_int(ops->update(b, &me, k, "new", 3), 0, "update");
+	is_str(read_str(b, &me, k), "new", "updated payload");
+	k2 = add(b, &me, "keyring", "ring", NULL, s);
+	is_int(ops->update(b, &me, k2, "x", 1), -EOPNOTSUPP,
+	       "update of a keyring: EOPNOTSUPP");
+	is_int(add(b, &me, "keyring", "ring", NULL, s) != k2, 1,
+	       "a second keyring of one name is a new key");
+	is_int(ops->describe(b, &me, k2, &ki), -ENOKEY,
+	       "the displaced keyring, unlinked everywhere, is gone");
+}
+
+static void test_links(struct keyfs_backend *b)
+{
+	kserial_t s = spec(b, KEYFS_SPEC_SESSION), a, c, k, k2, found, *list;
+	kserial_t r[9], top;
+	struct key_info ki;
+	size_t n = 0;
+	int i;
+
+	a = add(b, &me, "keyring", "A", NULL, s);
+	c = add(b, &me, "keyring", "C", NULL, s);
+	k = add(b, &me, "user", "shared", "1", a);
+	is_int(ops->link(b, &me, k, c), 0, "link a key into a second keyring");
+	ops->describe(b, &me, k, &ki);
+	is_int(ki.nlink, 2, "nlink counts both keyrings");
+	is_int(ops->link(b, &me, k, c), 0, "linking again changes nothing");
+	ops->list(b, &me, c, &list, &n);
+	is_int(n, 1, "still one link");
+	free(list);
+	is_int(ops->link(b, &me, k, k), -ENOTDIR, "link into a key: ENOTDIR");
+
+	k2 = add(b, &me, "user", "dup", "c-version", c);
+	found = add(b, &me, "user", "dup", "a-version", a);
+	is_int(ops->link(b, &me, found, c), 0, "link a key of a name already in C");
+	is_int(ops->find(b, &me, c, "user", "dup", &top), 0, "find dup in C");
+	is_int(top, found, "the new link displaced the old key");
+	is_int(ops->describe(b, &me, k2, &ki), -ENOKEY,
+	       "the displaced key, linked nowhere, is gone");
+
+	is_int(ops->unlink(b, &me, k, c), 0, "unlink");
+	is_int(ops->unlink(b, &me, k, c), -ENOENT, "unlink again: ENOENT");
+	ops->describe(b, &me, k, &ki);
+	is_int(ki.nlink, 1, "nlink back to 1");
+
+	is_int(ops->move(b, &me, k, a, c, 0), 0, "move A -> C");
+	is_int(ops->find(b, &me, a, "user", "shared", &top), -ENOKEY,
+	       "gone from A");
+	is_int(ops->find(b, &me, c, "user", "shared", &top), 0, "now in C");
+	is_int(ops->move(b, &me, k, a, c, 0), -ENOENT,
+	       "move from a keyring that does not link it: ENOENT");
+	is_int(ops->link(b, &me, k, a), 0, "link back into A");
+	is_int(ops->move(b, &me, k, a, c, KEYFS_MOVE_EXCL), -EEXIST,
+	       "exclusive move onto an existing name: EEXIST");
+	is_int(ops->move(b, &me, k, a, c, 0), 0, "non-exclusive move displaces");
+
+	/* cycles */
+	found = add(b, &me, "keyring", "B", NULL, a);
+	is_int(ops->link(b, &me, a, found), -EDEADLK, "A in B in A: EDEADLK");
+	is_int(ops->link(b, &me, a, a), -EDEADLK, "A in A: EDEADLK");
+	is_int(ops->link(b, &me, s, a), -EDEADLK, "session in A: EDEADLK");
+
+	/* nesting, as the kernel: @s holds r0, r0 holds r1 ... */
+	r[0] = add(b, &me, "keyring", "r0", NULL, s);
+	for (i = 1; i < 9; i++) {
+		r[i] = add(b, &me, "keyring", "rN", NULL, r[i - 1]);
+		if (r[i] < 0)
+			break;
+	}
+	is_int(i, 8, "keyrings more than 7 levels below @s are not possessed");
+	is_int(r[8], -EACCES, "so adding to r7: EACCES");
+	is_int(ops->link(b, &me, r[0], a), -ELOOP,
+	       "linking a keyring nested 7 deep: ELOOP");
+	is_int(ops->link(b, &me, r[1], a), 0, "6 deep is allowed");
+
+	/* restriction */
+	found = add(b, &me, "keyring", "closed", NULL, s);
+	is_int(ops->restrict_keyring(b, &me, found, NULL, NULL), 0, "restrict");
+	is_int(ops->restrict_keyring(b, &me, found, NULL, NULL), -EEXIST,
+	       "restrict twice: EEXIST");
+	is_int(ops->link(b, &me, k, found), -EPERM, "link into restricted: EPERM");
+	is_int(add(b, &me, "user", "x", "y", found), -EPERM,
+	       "add into restricted: EPERM");
+	is_int(ops->restrict_keyring(b, &me, a, "user", NULL), -EINVAL,
+	       "restrict to a type without restriction: EINVAL");
+	is_int(ops->restrict_keyring(b, &me, a, "user", "foo"), -ENOENT,
+	       "restrict with a type offering none: ENOENT");
+	is_int(ops->restrict_keyring(b, &me, a, "nosuch", "foo"), -ENOKEY,
+	       "restrict to an unknown type: ENOKEY");
+
+	/* clear */
+	is_int(ops->clear(b, &me, a), 0, "clear");
+	ops->list(b, &me, a, &list, &n);
+	is_int(n, 0, "cleared keyring is empty");
+	free(list);
+	is_int(ops->clear(b, &me, k), -ENOTDIR, "clear a key: ENOTDIR");
+}
+
+static void test_states(struct keyfs_backend *b)
+{
+	kserial_t s = spec(b, KEYFS_SPEC_SESSION), k, kr, c2, found;
+	struct key_info ki;
+
+	k = add(b, &me, "user", "torevoke", "v", s);
+	is_int(ops->revoke(b, &me, k), 0, "revoke");
+	is_str(read_str(b, &me, k), "error -128", "read revoked: EKEYREVOKED");
+	is_int(ops->update(b, &me, k, "x", 1), -EKEYREVOKED,
+	       "update revoked: EKEYREVOKED");
+	is_int(ops->revoke(b, &me, k), -EKEYREVOKED, "revoke twice: EKEYREVOKED");
+	is_int(ops->setperm(b, &me, k, 0x3f3f0000), -EKEYREVOKED,
+	       "setperm revoked: EKEYREVOKED");
+	is_int(state_of(b, k), KEY_STATE_REVOKED, "described as revoked");
+	is_int(ops->find(b, &me, s, "user", "torevoke", &found), 0,
+	       "a revoked key is still found by name");
+	found = add(b, &me, "user", "torevoke", "fresh", s);
+	ok(found > 0 && found != k, "add over a revoked key makes a new one");
+
+	kr = add(b, &me, "keyring", "rk", NULL, s);
+	add(b, &me, "user", "inside", "v", kr);
+	is_int(ops->revoke(b, &me, kr), 0, "revoke a keyring");
+	ops->describe(b, &me, kr, &ki);
+	is_int(ki.size, 0, "a revoked keyring is emptied");
+
+	k = add(b, &me, "user", "toexpire", "v", s);
+	is_int(ops->set_timeout(b, &me, k, 1), 0, "set a 1 s timeout");
+	ops->describe(b, &me, k, &ki);
+	ok(ki.expiry > 0, "expiry set");
+	sleep(2);
+	is_str(read_str(b, &me, k), "error -127", "read expired: EKEYEXPIRED");
+	is_int(state_of(b, k), KEY_STATE_EXPIRED, "described as expired");
+	is_int(ops->search(b, &me, "user", "toexpire", &found), -ENOKEY,
+	       "search skips an expired key");
+	found = add(b, &me, "user", "toexpire", "again", s);
+	is_int(found, k, "add over an expired key updates it");
+	is_str(read_str(b, &me, k), "again", "... and revives it");
+	ops->describe(b, &me, k, &ki);
+	is_int(ki.expiry, 0, "update cleared the timeout");
+
+	k = add(b, &me, "user", "inv", "v", s);
+	c2 = add(b, &me, "keyring", "inv2", NULL, s);
+	ops->link(b, &me, k, c2);
+	is_int(ops->invalidate(b, &me, k), 0, "invalidate");
+	is_int(ops->find(b, &me, s, "user", "inv", &found), -ENOKEY,
+	       "invalidated: gone from one keyring");
+	is_int(ops->find(b, &me, c2, "user", "inv", &found), -ENOKEY,
+	       "... and the other");
+	is_int(ops->describe(b, &me, k, &ki), -ENOKEY, "... and by serial");
+	is_int(ops->invalidate(b, &me, s), -EPERM,
+	       "the session keyring is kept: EPERM");
+}
+
+static void test_perms(struct keyfs_backend *b)
+{
+	kserial_t s = spec(b, KEYFS_SPEC_SESSION), k, open, hidden, found;
+	struct key_info ki;
+
+	k = add(b, &me, "user", "mine", "v", s);
+	is_int(ops->describe(b, &stranger, k, &ki), -EACCES,
+	       "a stranger may not view");
+	is_str(read_str(b, &stranger, k), "error -13", "nor read");
+	is_int(ops->find(b, &stranger, s, "user", "mine", &found), -EACCES,
+	       "nor search the session keyring");
+	is_int(ops->setperm(b, &stranger, k, 0x3f3f3f3f), -EACCES,
+	       "nor setperm");
+	is_int(ops->setperm(b, &me, k, 0x3f000000 | 0x3f), 0,
+	       "owner setperm: other gets everything");
+	is_int(ops->describe(b, &stranger, k, &ki), 0, "now the stranger views");
+	ok(!ki.possessed, "and does not possess it");
+	is_str(read_str(b, &stranger, k), "v", "and reads");
+	is_int(ops->setperm(b, &stranger, k, 0x3f3f3f3f), -EACCES,
+	       "setperm needs ownership too");
+	is_int(ops->setperm(b, &me, k, 0x40000000), -EINVAL,
+	       "setperm with unknown bits: EINVAL");
+	is_int(ops->chown(b, &me, k, STRANGER, (gid_t)-1), -EACCES,
+	       "chown to another uid needs root");
+	is_int(ops->chown(b, &me, k, (uid_t)-1, 77), -EACCES,
+	       "chgrp to a group the caller is not in needs root");
+	is_int(ops->chown(b, &me, k, (uid_t)-1, MOUNTER), 0, "chgrp to own group");
+	is_int(ops->chown(b, &root, k, STRANGER, (gid_t)-1), 0, "root chowns");
+	ops->describe(b, &me, k, &ki);
+	is_int(ki.uid, STRANGER, "new owner");
+
+	/* possession: the user class alone of a default key grants view only */
+	open = add(b, &me, "keyring", "unreachable", NULL, s);
+	hidden = add(b, &me, "user", "h", "payload", open);
+	is_str(read_str(b, &me, hidden), "payload", "possessed: readable");
+	ops->setperm(b, &me, open, 0x37010000);	/* no possessor search */
+	ops->describe(b, &me, hidden, &ki);
+	ok(!ki.possessed, "behind an unsearchable keyring: not possessed");
+	is_str(read_str(b, &me, hidden), "error -13",
+	       "and the user class cannot read it");
+	is_int(ops->revoke(b, &stranger, hidden), -EACCES,
+	       "revoke needs write or setattr");
+	is_int(ops->invalidate(b, &stranger, hidden), -EACCES,
+	       "invalidate needs search");
+	is_int(ops->link(b, &stranger, hidden, s), -EACCES,
+	       "link needs write on the keyring");
+}
+
+static void test_quota(struct keyfs_backend *b)
+{
+	kserial_t s = spec(b, KEYFS_SPEC_SESSION), kr, k = 0;
+	struct key_quota q0, q1;
+	char desc[32];
+	static char big[KEYFS_USER_PAYLOAD_MAX];
+	unsigned long added = 0;
+
+	kr = add(b, &me, "keyring", "public", NULL, s);
+	ops->setperm(b, &me, kr, 0x3f3f000f);	/* other: view read write search */
+	ops->quota(b, &stranger, &q0);
+	k = add(b, &stranger, "user", "abc", "12345", kr);
+	ok(k > 0, "a stranger adds to a writable keyring");
+	ops->quota(b, &stranger, &q1);
+	is_int(q1.keys - q0.keys, 1, "one key charged to its owner");
+	is_int(q1.bytes - q0.bytes, 4 + 5,
+	       "bytes charged: description + NUL + payload");
+	memset(big, 'x', sizeof(big));
+	if (q1.maxbytes <= KEYFS_USER_PAYLOAD_MAX)
+		is_int(ops->add(b, &stranger, "user", "big", big, q1.maxbytes,
+				kr, &k), -EDQUOT, "a payload past maxbytes: EDQUOT");
+	else
+		ok(1, "# SKIP maxbytes %lu takes any user payload", q1.maxbytes);
+	for (;;) {
+		snprintf(desc, sizeof(desc), "q%lu", added);
+		k = add(b, &stranger, "user", desc, "x", kr);
+		if (k < 0)
+			break;
+		added++;
+	}
+	is_int(k, -EDQUOT, "keys past the quota: EDQUOT");
+	ops->quota(b, &stranger, &q1);
+	ok(q1.keys == q1.maxkeys || q1.bytes + 4 > q1.maxbytes,
+	   "stopped at a limit (%lu keys, %lu bytes)", q1.keys, q1.bytes);
+	is_int(ops->clear(b, &me, kr), 0, "clear frees them");
+	ops->quota(b, &stranger, &q1);
+	is_int(q1.keys, q0.keys, "quota given back");
+	is_int(q1.bytes, q0.bytes, "bytes given back");
+}
+
+static int write_callout(char *path, size_t len)
+{
+	FILE *f;
+
+	snprintf(path, len, "%s/callout", tmpdir);
+	f = fopen(path, "w");
+	if (!f)
+		return -1;
+	fprintf(f, "#!/bin/sh\n"
+		   "# TYPE DESC INFO UID GID\n"
+		   "[ \"$3\" = fail ] && exit 1\n"
+		   "[ \"$3\" = big ] && exec head -c 40000 /dev/zero\n"
+		   "printf '%%s|%%s|%%s|%%s' \"$2\" \"$3\" \"$4\" \"$5\"\n");
+	fclose(f);
+	return chmod(path, 0755);
+}
+
+static void test_request(void)
+{
+	char callout[256];
+	struct keyfs_backend *b;
+	kserial_t s, k, k2, found;
+	struct key_info ki;
+
+	if (write_callout(callout, sizeof(callout)) < 0) {
+		ok(0, "write the callout");
+		return;
+	}
+	b = start(NULL, callout);
+	s = spec(b, KEYFS_SPEC_SESSION);
+	is_int(ops->request(b, &me, "user", "r1", NULL, s, &k), -ENOKEY,
+	       "no key, no callout info: ENOKEY");
+	is_int(ops->find(b, &me, s, "user", "r1", &found), -ENOKEY,
+	       "and no key made");
+	is_int(ops->request(b, &me, "user", "r1", "info", s, &k), 0,
+	       "the callout makes the key");
+	is_str(read_str(b, &me, k), "r1|info|4242|4242",
+	       "payload from the callout's stdout");
+	is_int(ops->find(b, &me, s, "user", "r1", &found), 0, "linked in dest");
+	is_int(ops->request(b, &me, "user", "r1", "other", s, &k2), 0,
+	       "a second request finds it");
+	is_int(k2, k, "same key, no callout");
+	is_int(ops->search(b, &me, "user", "r1", &found), 0, "search finds it");
+	is_int(ops->request(b, &me, "user", "r2", "fail", s, &k), -ENOKEY,
+	       "a failing callout: ENOKEY");
+	is_int(ops->find(b, &me, s, "user", "r2", &found), 0,
+	       "a negative key is linked");
+	ops->describe(b, &me, found, &ki);
+	is_int(ki.state, KEY_STATE_NEGATIVE, "it is negative");
+	ok(ki.expiry > 0, "and expires");
+	is_str(read_str(b, &me, found), "error -126", "read: ENOKEY");
+	is_int(ops->search(b, &me, "user", "r2", &k), -ENOKEY,
+	       "search meets the negative key: ENOKEY");
+	is_int(ops->request(b, &me, "user", "r2", "ok", s, &k), -ENOKEY,
+	       "the negative key answers a new request");
+	k = add(b, &me, "user", "r2", "now", s);
+	is_int(k, found, "add_key instantiates the negative key in place");
+	is_int(state_of(b, k), KEY_STATE_VALID, "now valid");
+	is_int(ops->request(b, &me, "logon", "bad", "x", s, &k), -EINVAL,
+	       "request of a bad logon description: EINVAL");
+	is_int(ops->request(b, &me, "user", "r5", "big", s, &k), -ENOKEY,
+	       "a callout printing more than the type takes: ENOKEY");
+	is_int(state_of(b, (ops->find(b, &me, s, "user", "r5", &found), found)),
+	       KEY_STATE_NEGATIVE, "with a negative key");
+	is_int(ops->search(b, &me, "logon", "bad", &k), -ENOKEY,
+	       "search for a bad logon description: ENOKEY");
+	is_int(ops->request(b, &me, "keyring", "kr", "x", s, &k), -EPERM,
+	       "keyrings are not constructed: EPERM");
+	is_int(ops->request(b, &me, "nosuch", "x", "x", s, &k), -ENOKEY,
+	       "request of an unknown type: ENOKEY");
+	is_int(ops->request(b, &me, "user", "r3", "x", 0, &k), 0,
+	       "no destination");
+	is_int(ops->find(b, &me, s, "user", "r3", &found), -ENOKEY,
+	       "so not linked");
+	ops->destroy(b);
+
+	b = start(NULL, NULL);
+	s = spec(b, KEYFS_SPEC_SESSION);
+	is_int(ops->request(b, &me, "user", "r4", "info", s, &k), -ENOKEY,
+	       "no program configured: ENOKEY");
+	is_int(state_of(b, (ops->find(b, &me, s, "user", "r4", &found), found)),
+	       KEY_STATE_NEGATIVE, "with a negative key");
+	ops->destroy(b);
+
+	snprintf(callout, sizeof(callout), "%s/no-such-program", tmpdir);
+	b = start(NULL, callout);
+	s = spec(b, KEYFS_SPEC_SESSION);
+	is_int(ops->request(b, &me, "user", "r6", "info", s, &k), -ENOKEY,
+	       "a program that cannot run: ENOKEY");
+	ops->destroy(b);
+	snprintf(callout, sizeof(callout), "%s/callout", tmpdir);
+	unlink(callout);
+}
+
+static void test_store(void)
+{
+	char dir[256], store[300];
+	struct keyfs_backend *b;
+	kserial_t s, k, kr, found, s2;
+	struct key_info ki;
+
+	snprintf(dir, sizeof(dir), "%s/store", tmpdir);
+	snprintf(store, sizeof(store), "%s/keys.json", dir);
+	mkdir(dir, 0700);
+	b = start(store, NULL);
+	ok(b != NULL, "start with a new store");
+	if (!b)
+		return;
+	s = spec(b, KEYFS_SPEC_SESSION);
+	kr = add(b, &me, "keyring", "ring", NULL, s);
+	k = add(b, &me, "user", "kept", "payload", kr);
+	ops->set_timeout(b, &me, k, 3600);
+	ops->setperm(b, &me, k, 0x3f0b0000);
+	ops->restrict_keyring(b, &me, kr, NULL, NULL);
+	ops->destroy(b);
+
+	b = start(store, NULL);
+	ok(b != NULL, "restart from the store");
+	if (!b)
+		return;
+	s2 = spec(b, KEYFS_SPEC_SESSION);
+	is_int(s2, s, "same session keyring");
+	is_int(ops->find(b, &me, s, "keyring", "ring", &found), 0, "keyring kept");
+	is_int(found, kr, "same serial");
+	is_int(ops->find(b, &me, kr, "user", "kept", &found), 0, "key kept");
+	is_str(read_str(b, &me, found), "payload", "payload kept");
+	ops->describe(b, &me, found, &ki);
+	is_int(ki.perm, 0x3f0b0000, "perm kept");
+	ok(ki.expiry > 0, "expiry kept");
+	is_int(ops->link(b, &me, s, kr), -EPERM, "restriction kept");
+
+	/* a save that fails undoes the change */
+	unlink(store);
+	rmdir(dir);
+	is_int(add(b, &me, "user", "lost", "x", s), -ENOENT,
+	       "a change that cannot be saved fails with the save's error");
+	is_int(ops->find(b, &me, s, "user", "lost", &found), -ENOKEY,
+	       "and is undone");
+	is_int(ops->find(b, &me, kr, "user", "kept", &found), 0,
+	       "the rest is still there");
+	ops->destroy(b);
+}
+
+static void test_text(struct keyfs_backend *b)
+{
+	kserial_t s = spec(b, KEYFS_SPEC_SESSION), k;
+	char *text = NULL, line[128];
+
+	k = add(b, &me, "user", "shown", "12345", s);
+	ops->set_timeout(b, &me, k, 100);
+	is_int(ops->proc_keys(b, &me, &text), 0, "proc_keys");
+	snprintf(line, sizeof(line), "%08x I--Q---     1   1m 3f010000  4242  4242 user      shown: 5\n",
+		 (unsigned)k);
+	ok(text && strstr(text, line), "a /proc/keys line");
+	free(text);
+	is_int(ops->proc_keys(b, &stranger, &text), 0, "proc_keys as a stranger");
+	ok(text && !strstr(text, "shown"), "shows only what the caller may view");
+	free(text);
+	is_int(ops->proc_key_users(b, &me, &text), 0, "proc_key_users");
+	ok(text && strstr(text, " 4242: "), "a /proc/key-users line");
+	free(text);
+	is_int(ops->supports(b, &text), 0, "supports");
+	ok(text && strstr(text, "have_big_key_type=1\n") &&
+	   strstr(text, "have_notify=0\n"), "supports lines");
+	free(text);
+	is_int(ops->security(b, &me, k, &text), 0, "security");
+	is_str(text, "", "no LSM: empty label");
+	free(text);
+}
+
+int main(void)
+{
+	struct keyfs_backend *b;
+
+	if (!mkdtemp(tmpdir)) {
+		perror("mkdtemp");
+		return 1;
+	}
+	b = start(NULL, NULL);
+	ok(b != NULL, "init without a store");
+	if (b) {
+		test_specials(b);
+		test_add(b);
+		test_links(b);
+		test_states(b);
+		test_perms(b);
+		test_quota(b);
+		test_text(b);
+		ops->destroy(b);
+	}
+	test_request();
+	test_store();
+	rmdir(tmpdir);
+	return done_testing();
+}

@@ -1,0 +1,127 @@
+/* test-perm.c: unit tests of perm.c against the kernel's key_task_permission() rules. */
+#include <errno.h>
+
+#include "perm.h"
+#include "tap.h"
+
+#define V KEYFS_PERM_VIEW
+#define R KEYFS_PERM_READ
+#define W KEYFS_PERM_WRITE
+#define S KEYFS_PERM_SEARCH
+#define L KEYFS_PERM_LINK
+#define A KEYFS_PERM_SETATTR
+
+#define POS(b)	((uint32_t)(b) << KEYFS_POS_SHIFT)
+#define USR(b)	((uint32_t)(b) << KEYFS_USR_SHIFT)
+#define GRP(b)	((uint32_t)(b) << KEYFS_GRP_SHIFT)
+#define OTH(b)	((uint32_t)(b) << KEYFS_OTH_SHIFT)
+
+static void test_classes(void)
+{
+	static const gid_t groups[] = { 50, 60 };
+	struct keyfs_cred alice = { .uid = 1000, .gid = 100 };
+	struct keyfs_cred bob = { .uid = 1001, .gid = 100 };
+	struct keyfs_cred carol = { .uid = 1002, .gid = 200,
+				    .groups = groups, .ngroups = 2 };
+	struct keyfs_cred dave = { .uid = 1003, .gid = 300 };
+	uint32_t perm = USR(V | R | W) | GRP(V | R) | OTH(V);
+
+	/* owner: the user class, whatever group and other say */
+	is_int(perm_granted(&alice, 1000, 100, perm, false), V | R | W,
+	       "owner gets the user class");
+	is_int(perm_check(&alice, 1000, 100, perm, false, W), 0, "owner may write");
+	is_int(perm_check(&alice, 1000, 100, USR(V) | OTH(V | R), false, R),
+	       -EACCES, "owner does not fall through to a richer other class");
+	is_int(perm_check(&alice, 1000, 100, USR(V) | GRP(V | R), false, R),
+	       -EACCES, "owner does not fall through to a richer group class");
+
+	/* group through fsgid */
+	is_int(perm_granted(&bob, 1000, 100, perm, false), V | R,
+	       "fsgid match gets the group class");
+	is_int(perm_check(&bob, 1000, 100, perm, false, W), -EACCES,
+	       "group class does not grant write");
+
+	/* group through a supplementary group */
+	is_int(perm_granted(&carol, 1000, 60, perm, false), V | R,
+	       "supplementary group gets the group class");
+	is_int(perm_granted(&carol, 1000, 70, perm, false), V,
+	       "no group in common: other class");
+
+	/* group class of all zero bits is skipped, as the kernel does */
+	is_int(perm_granted(&bob, 1000, 100, USR(0x3f) | OTH(V | R), false),
+	       V | R, "empty group class falls through to other");
+	is_int(perm_granted(&bob, 1000, 100, USR(0x3f) | GRP(V) | OTH(V | R), false),
+	       V, "non-empty group class wins over a richer other class");
+	is_int(perm_granted(&bob, 1000, (gid_t)-1, GRP(0x3f) | OTH(V), false),
+	       V, "key without a valid group never matches the group class");
+
+	/* other */
+	is_int(perm_granted(&dave, 1000, 100, perm, false), V, "stranger gets other");
+	is_int(perm_check(&dave, 1000, 100, perm, false, R), -EACCES,
+	       "stranger may not read");
+	is_int(perm_check(&dave, 1000, 100, perm, false, 0), 0,
+	       "wanting nothing always succeeds");
+}
+
+static void test_possessor(void)
+{
+	struct keyfs_cred alice = { .uid = 1000, .gid = 100 };
+	struct keyfs_cred dave = { .uid = 1003, .gid = 300 };
+	uint32_t user_key = 0x3f010000;		/* add_key's default for user */
+
+	is_int(perm_check(&alice, 1000, 100, user_key, false, R), -EACCES,
+	       "owner alone may not read a default user key");
+	is_int(perm_check(&alice, 1000, 100, user_key, true, R), 0,
+	       "possessor bits are added");
+	is_int(perm_granted(&alice, 1000, 100, user_key, true), 0x3f,
+	       "possessor and user classes are OR-ed");
+	is_int(perm_granted(&dave, 1000, 100, POS(R) | OTH(V), true), V | R,
+	       "possessor is added to the other class too");
+	is_int(perm_granted(&alice, 1000, 100, POS(R) | USR(V), false), V,
+	       "possessor bits ignored when not possessed");
+}
+
+static void test_want(void)
+{
+	struct keyfs_cred alice = { .uid = 1000, .gid = 100 };
+	uint32_t perm = USR(V | R | S);
+
+	is_int(perm_check(&alice, 1000, 100, perm, false, V | R), 0,
+	       "all of several wanted bits granted");
+	is_int(perm_check(&alice, 1000, 100, perm, false, R | W), -EACCES,
+	       "one of several wanted bits missing");
+	is_int(perm_check(&alice, 1000, 100, perm, false, V | R | S), 0,
+	       "exactly the granted bits");
+	is_int(perm_check(&alice, 1000, 100, 0xffffffffu, false, L | A), 0,
+	       "bits above setattr in perm are ignored");
+}
+
+static void test_mode(void)
+{
+	is_int(perm_to_mode(0x3f010000), 0700, "user key shows 0700");
+	is_int(perm_to_mode(0x3d010000), 0300, "logon key: no read for anyone, owner wx");
+	is_int(perm_to_mode(0x01020000), 0400, "user class read alone shows r");
+	is_int(perm_to_mode(0x3f3f0b01), 0750, "group rs shows r-x, other view shows nothing");
+	is_int(perm_to_mode(0x00000006), 0006, "other rw");
+	is_int(perm_to_mode(0x08000000), 0100, "possessor search shows owner x");
+
+	is_int(perm_from_mode(0x3f010000, 0640), 0x37070200,
+	       "chmod 640 sets rw for possessor and user, r for group");
+	is_int(perm_from_mode(0x3f3f3f3f, 0000), 0x31313131,
+	       "chmod 000 keeps view, link and setattr");
+	is_int(perm_from_mode(0x00000000, 0777), 0x0e0e0e0e,
+	       "chmod 777 adds read, write, search only");
+	is_int(perm_to_mode(perm_from_mode(0x3f010000, 0751)), 0751,
+	       "mode round-trips through perm");
+	is_int(perm_from_mode(0x3f010000, 0700) & 0x31313131, 0x31010000,
+	       "view, link and setattr survive chmod");
+}
+
+int main(void)
+{
+	test_classes();
+	test_possessor();
+	test_want();
+	test_mode();
+	return done_testing();
+}
