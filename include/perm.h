@@ -13,6 +13,9 @@
 int perm_check(const struct keyfs_cred *c, uid_t kuid, gid_t kgid,
 	       uint32_t perm, bool possessed, unsigned want);
 
+/* Whether gid is the caller's fsgid or one of its supplementary groups. */
+bool perm_in_group(const struct keyfs_cred *c, gid_t gid);
+
 /* The class bits (KEYFS_PERM_*) the caller holds on a key. */
 unsigned perm_granted(const struct keyfs_cred *c, uid_t kuid, gid_t kgid,
 		      uint32_t perm, bool possessed);

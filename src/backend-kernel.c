@@ -562,16 +562,6 @@ static int check_key(struct keyfs_backend *b, const struct keyfs_cred *c,
 	return ret;
 }
 
-static bool in_groups(const struct keyfs_cred *c, gid_t gid)
-{
-	if (c->gid == gid)
-		return true;
-	for (int i = 0; c->groups && i < c->ngroups; i++)
-		if (c->groups[i] == gid)
-			return true;
-	return false;
-}
-
 /* ---- /proc/keys ---- */
 
 static int parse_timeout(const char *s, time_t now, struct pent *pe)
@@ -1692,7 +1682,7 @@ static int chown_allowed(const struct keyfs_cred *c, const struct kkey *k,
 {
 	if (uid != (uid_t)-1 && uid != k->uid)
 		return -EACCES;
-	if (gid != (gid_t)-1 && gid != k->gid && !in_groups(c, gid))
+	if (gid != (gid_t)-1 && gid != k->gid && !perm_in_group(c, gid))
 		return -EACCES;
 	return 0;
 }

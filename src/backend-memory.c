@@ -2137,16 +2137,6 @@ static int mem_setperm(struct keyfs_backend *b, const struct keyfs_cred *c,
 	return mem_commit(b);
 }
 
-static bool cred_in_group(const struct keyfs_cred *c, gid_t gid)
-{
-	if (c->gid == gid)
-		return true;
-	for (int i = 0; c->groups && i < c->ngroups; i++)
-		if (c->groups[i] == gid)
-			return true;
-	return false;
-}
-
 /* keyctl_chown_key(): setattr; giving the key to another uid, or to a
  * group the caller is not in, takes root (CAP_SYS_ADMIN).  The new owner
  * takes over the quota charge and must have room for it. */
@@ -2166,7 +2156,7 @@ static int mem_chown(struct keyfs_backend *b, const struct keyfs_cred *c,
 		goto out;
 	if (c->uid != 0 &&
 	    ((uid != (uid_t)-1 && uid != k->uid) ||
-	     (gid != (gid_t)-1 && gid != k->gid && !cred_in_group(c, gid)))) {
+	     (gid != (gid_t)-1 && gid != k->gid && !perm_in_group(c, gid)))) {
 		ret = -EACCES;
 		goto out;
 	}

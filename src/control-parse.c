@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "control-parse.h"
+#include "parse.h"
 #include "names.h"
 
 #define CTL_FIELDS_MAX	4	/* request has the most */
@@ -105,26 +106,6 @@ static int split_fields(char *line, char **fields, int max)
 		if (*p != '\0')
 			*p++ = '\0';
 	}
-}
-
-/* Decimal digits only (strtoul would take spaces, a sign and overflow
- * quietly), at most max. */
-static int parse_dec(const char *s, unsigned long long max,
-		     unsigned long long *out)
-{
-	unsigned long long v = 0;
-
-	if (*s == '\0')
-		return -EINVAL;
-	for (; *s != '\0'; s++) {
-		unsigned d = (unsigned)(*s - '0');
-
-		if (*s < '0' || *s > '9' || v > (max - d) / 10)
-			return -EINVAL;
-		v = v * 10 + d;
-	}
-	*out = v;
-	return 0;
 }
 
 /* A permission as keyctl prints it (0x3f010000), or decimal, or octal

@@ -5,7 +5,7 @@
 
 #define CLASS(perm, shift)	(((perm) >> (shift)) & KEYFS_PERM_ALL)
 
-static bool in_groups(const struct keyfs_cred *c, gid_t kgid)
+bool perm_in_group(const struct keyfs_cred *c, gid_t kgid)
 {
 	if (kgid == c->gid)
 		return true;
@@ -29,7 +29,7 @@ unsigned perm_granted(const struct keyfs_cred *c, uid_t kuid, gid_t kgid,
 	if (kuid == c->uid)
 		granted = CLASS(perm, KEYFS_USR_SHIFT);
 	else if (kgid != (gid_t)-1 && CLASS(perm, KEYFS_GRP_SHIFT) &&
-		 in_groups(c, kgid))
+		 perm_in_group(c, kgid))
 		granted = CLASS(perm, KEYFS_GRP_SHIFT);
 	else
 		granted = CLASS(perm, KEYFS_OTH_SHIFT);

@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "attr.h"
+#include "parse.h"
 
 #define XATTR_PREFIX		"user.keyfs."
 /* The longest value a writable attribute takes: a 32-bit hex number or a
@@ -208,55 +209,6 @@ int xattr_list(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 	return copy_out(buf, size, names, len);
 }
 
-/* Hex digits, with or without 0x (the value reads back with it; setfattr
- * takes a leading 0x as hex-encoded bytes, so "3f010000" must work too),
- * fitting 32 bits. */
-static int parse_perm(const char *s, uint32_t *out)
-{
-	unsigned long long v = 0;
-
-	if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X'))
-		s += 2;
-	if (*s == '\0')
-		return -EINVAL;
-	for (; *s != '\0'; s++) {
-		unsigned d;
-
-		if (*s >= '0' && *s <= '9')
-			d = (unsigned)(*s - '0');
-		else if (*s >= 'a' && *s <= 'f')
-			d = (unsigned)(*s - 'a' + 10);
-		else if (*s >= 'A' && *s <= 'F')
-			d = (unsigned)(*s - 'A' + 10);
-		else
-			return -EINVAL;
-		v = v * 16 + d;
-		if (v > UINT32_MAX)
-			return -EINVAL;
-	}
-	*out = (uint32_t)v;
-	return 0;
-}
-
-/* Decimal digits only, at most max. */
-static int parse_dec(const char *s, unsigned long long max,
-		     unsigned long long *out)
-{
-	unsigned long long v = 0;
-
-	if (*s == '\0')
-		return -EINVAL;
-	for (; *s != '\0'; s++) {
-		unsigned d = (unsigned)(*s - '0');
-
-		if (*s < '0' || *s > '9' || v > (max - d) / 10)
-			return -EINVAL;
-		v = v * 10 + d;
-	}
-	*out = v;
-	return 0;
-}
-
 /* "+N": N seconds from now; "0": no expiry; "T": at time T, which must be
  * in the future.  *secs is the timeout from now, 0 to clear. */
 static int parse_expiry(const char *s, time_t now, unsigned *secs)
@@ -322,7 +274,7 @@ int xattr_set(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 	memcpy(text, value, size);
 	text[size] = '\0';
 	if (id == XA_PERM)
-		ret = parse_perm(text, &perm);
+		ret = parse_hex32(text, &perm);
 	else
 		ret = parse_expiry(text, now, &secs);
 	if (ret < 0)

@@ -1,0 +1,14 @@
+/* parse.h: strict number parsing for what users write (control files, xattr values). */
+#ifndef KEYFS_PARSE_H
+#define KEYFS_PARSE_H
+
+#include <stdint.h>
+
+/* Decimal digits only (no sign, spaces or empty string; strtoul would
+ * take them and overflow quietly), at most max.  0 or -EINVAL. */
+int parse_dec(const char *s, unsigned long long max, unsigned long long *out);
+
+/* Hex digits with or without 0x, fitting 32 bits.  0 or -EINVAL. */
+int parse_hex32(const char *s, uint32_t *out);
+
+#endif
