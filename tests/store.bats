@@ -41,17 +41,17 @@ remount() {
 	local ino_k ino_ring perm expiry
 	ino_k=$(ino "$MNT/session/k")
 	ino_ring=$(ino "$MNT/session/ring")
-	perm=$(getfattr --only-values -n user.keyfs.perm "$MNT/session/k")
-	expiry=$(getfattr --only-values -n user.keyfs.expiry "$MNT/session/k")
+	perm=$(getfattr --absolute-names --only-values -n user.keyfs.perm "$MNT/session/k")
+	expiry=$(getfattr --absolute-names --only-values -n user.keyfs.expiry "$MNT/session/k")
 	remount
 	assert_equal "$(ino "$MNT/session/k")" "$ino_k"
 	assert_equal "$(ino "$MNT/session/ring/k")" "$ino_k"
 	assert_equal "$(ino "$MNT/session/ring")" "$ino_ring"
 	assert_equal "$(nlink "$MNT/session/k")" 2
 	cmp <(printf 'bin\0ary') "$MNT/session/k"
-	assert_equal "$(getfattr --only-values -n user.keyfs.type "$MNT/session/%logon:svc:x")" logon
-	assert_equal "$(getfattr --only-values -n user.keyfs.perm "$MNT/session/k")" "$perm"
-	assert_equal "$(getfattr --only-values -n user.keyfs.expiry "$MNT/session/k")" "$expiry"
+	assert_equal "$(getfattr --absolute-names --only-values -n user.keyfs.type "$MNT/session/%logon:svc:x")" logon
+	assert_equal "$(getfattr --absolute-names --only-values -n user.keyfs.perm "$MNT/session/k")" "$perm"
+	assert_equal "$(getfattr --absolute-names --only-values -n user.keyfs.expiry "$MNT/session/k")" "$expiry"
 	assert_equal "$(stat -c %u:%g "$MNT/session/k")" 1234:5678
 }
 
@@ -60,7 +60,7 @@ remount() {
 	echo -n v > "$MNT/session/k"
 	echo session/k > "$MNT/.keyfs/revoke"
 	remount
-	assert_equal "$(getfattr --only-values -n user.keyfs.state "$MNT/session/k")" revoked
+	assert_equal "$(getfattr --absolute-names --only-values -n user.keyfs.state "$MNT/session/k")" revoked
 	run kerrno read "$MNT/session/k"
 	assert_output EKEYREVOKED
 }

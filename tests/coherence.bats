@@ -1,0 +1,83 @@
+#!/usr/bin/env bats
+# coherence.bats: what keyctl does behind keyfs's back shows within the timeouts, and what keyfs does keyctl sees at once (kernel backend).
+
+load lib/keyfs
+
+setup() {
+	skip_unless_kernel
+}
+
+teardown() {
+	keyfs_unmount
+}
+
+kperm() { keyctl rdescribe "$1" | cut -d';' -f4; }
+kowner() { keyctl rdescribe "$1" | cut -d';' -f2,3 | tr ';' :; }
+
+@test "keyctl setperm shows in the mode and the perm xattr" {
+	keyfs_mount
+	echo -n v > "$MNT/session/k"
+	assert_equal "$(stat -c %a "$MNT/session/k")" 700
+	keyctl setperm "$(ino "$MNT/session/k")" 0x3f0f0b09
+	eventually output_is 0x3f0f0b09 getfattr --absolute-names --only-values -n user.keyfs.perm "$MNT/session/k"
+	eventually output_is 731 stat -c %a "$MNT/session/k"
+}
+
+@test "keyctl chown shows in the owner" {
+	keyfs_mount
+	echo -n v > "$MNT/session/k"
+	keyctl chown "$(ino "$MNT/session/k")" 4321
+	keyctl chgrp "$(ino "$MNT/session/k")" 8765
+	eventually output_is 4321:8765 stat -c %u:%g "$MNT/session/k"
+}
+
+@test "keyctl add into a new keyring shows in the listing" {
+	keyfs_mount
+	local ring
+	ring=$(keyctl newring outside @s)
+	keyctl add user inner payload "$ring" >/dev/null
+	eventually ls_has "$MNT/session" outside
+	eventually output_is payload cat "$MNT/session/outside/inner"
+	assert_equal "$(ino "$MNT/session/outside")" "$ring"
+}
+
+@test "with attr_timeout=0 and entry_timeout=0 every change shows at once" {
+	keyfs_mount -o attr_timeout=0,entry_timeout=0
+	echo -n short > "$MNT/session/k"
+	stat "$MNT/session/k" >/dev/null
+	keyctl update "$(ino "$MNT/session/k")" "a longer one"
+	assert_equal "$(fsize "$MNT/session/k")" 12
+	keyctl setperm "$(ino "$MNT/session/k")" 0x3f3f0000
+	assert_equal "$(stat -c %a "$MNT/session/k")" 700
+	keyctl add user fresh now @s >/dev/null
+	ls_has "$MNT/session" fresh
+	keyctl unlink "$(ino "$MNT/session/fresh")" @s >/dev/null
+	ls_lacks "$MNT/session" fresh
+}
+
+@test "what keyfs does, keyctl sees at once: chmod, chown, ln, mv, rm, mkdir" {
+	keyfs_mount
+	echo -n v > "$MNT/session/k"
+	local k
+	k=$(ino "$MNT/session/k")
+	chmod 750 "$MNT/session/k"
+	assert_equal "$(kperm "$k")" 3f0f0a00
+	chown 1111:2222 "$MNT/session/k"
+	assert_equal "$(kowner "$k")" 1111:2222
+	mkdir "$MNT/session/ring"
+	local ring
+	ring=$(ino "$MNT/session/ring")
+	assert_equal "$(keyctl rdescribe "$ring" | cut -d';' -f1)" keyring
+	ln "$MNT/session/k" "$MNT/session/ring/k"
+	run keyctl show "$ring"
+	assert_output --partial "user: k"
+	mkdir "$MNT/session/other"
+	mv "$MNT/session/ring/k" "$MNT/session/other/k"
+	run keyctl show "$ring"
+	refute_output --partial "user: k"
+	run keyctl show "$(ino "$MNT/session/other")"
+	assert_output --partial "user: k"
+	rm "$MNT/session/k"
+	run keyctl show @s
+	refute_output --regexp 'user: k$'
+}
