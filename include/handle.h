@@ -55,8 +55,10 @@ struct handle *handle_new(enum handle_kind kind, uint64_t ino);
 struct handle *handle_find_open(struct keyfs_ctx *ctx, uint64_t ino);
 /* Forget an open key file (before handle_free). */
 void handle_close(struct handle *h);
-/* Record c (copied, groups too) as the credentials commits act with. */
-void handle_set_opener(struct handle *h, const struct keyfs_cred *c);
+/* Record c (copied, with its groups when writing) as the credentials
+ * commits act with. */
+void handle_set_opener(struct handle *h, const struct keyfs_cred *c,
+		       bool writing);
 void handle_free(struct handle *h);
 
 /* Replace a key's payload, keeping its expiry (the kernel's update would

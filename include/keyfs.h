@@ -55,13 +55,25 @@ enum key_state {
 #define KEYFS_GRP_SHIFT		8
 #define KEYFS_OTH_SHIFT		0
 
+/* A caller's supplementary groups, read only when a check needs them:
+ * reading them (from /proc) costs as much as the rest of a request. */
+struct keyfs_lazy_groups {
+	bool loaded;
+	int n;
+	gid_t v[KEYFS_GROUPS_MAX];
+	/* Fills n and v; on failure leaves n at 0. */
+	void (*load)(struct keyfs_lazy_groups *g);
+	void *arg;			/* for load: the request */
+};
+
 /* The identity a request runs with: the FUSE caller, or the mounter for
- * keyfs's own work.  groups points into storage owned by the request. */
+ * keyfs's own work.  Read the groups with cred_groups() (perm.h). */
 struct keyfs_cred {
 	uid_t uid;		/* fsuid */
 	gid_t gid;		/* fsgid */
-	const gid_t *groups;	/* supplementary groups, may be NULL */
+	const gid_t *groups;	/* supplementary groups when lazy is NULL; may be NULL */
 	int ngroups;
+	struct keyfs_lazy_groups *lazy;	/* else these, owned by the request */
 	pid_t pid;		/* 0 for keyfs itself */
 };
 

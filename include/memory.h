@@ -161,15 +161,19 @@ void mem_charge_sync(struct keyfs_backend *b, struct mkey *key);
 /* want: KEYFS_PERM_* bits, or this to check the state but not the perm */
 #define MEM_NEED_DEFER		0x100
 
-/* Start an operation: reap what the garbage collector would have, open a
- * new generation of possession marks. */
+/* Start an operation: collect what the kernel's garbage collector would
+ * have by now. */
 void mem_begin(struct keyfs_backend *b);
 /* End an operation that changed the model: reap unreferenced keys, then,
  * with a store, save; if saving fails the model goes back to what the
  * store holds and the save's -errno is returned. */
 int mem_commit(struct keyfs_backend *b);
-/* End an operation that failed after mem_begin: reap, nothing saved. */
+/* End an operation that failed after mem_begin: reap, nothing saved; the
+ * model may have changed, so possession is worked out again. */
 void mem_end(struct keyfs_backend *b);
+/* End an operation that only looked (describe, read, list, find, search):
+ * it changed nothing that possession depends on. */
+void mem_end_read(struct keyfs_backend *b);
 /* lookup_user_key(): find id (a serial or a KEYFS_SPEC_*), check its state
  * (unless MEM_LOOKUP_PARTIAL lets a negative key pass) and want. */
 int mem_lookup(struct keyfs_backend *b, const struct keyfs_cred *c,

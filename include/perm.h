@@ -13,6 +13,10 @@
 int perm_check(const struct keyfs_cred *c, uid_t kuid, gid_t kgid,
 	       uint32_t perm, bool possessed, unsigned want);
 
+/* The caller's supplementary groups (loading them on first use); the
+ * count, with *out pointing at them. */
+int cred_groups(const struct keyfs_cred *c, const gid_t **out);
+
 /* Whether gid is the caller's fsgid or one of its supplementary groups. */
 bool perm_in_group(const struct keyfs_cred *c, gid_t gid);
 

@@ -252,13 +252,15 @@ static void caller_end(struct keyfs_backend *b, bool switched)
 static int caller_begin(struct keyfs_backend *b, const struct keyfs_cred *c,
 			bool *switched)
 {
-	int ngroups = c && c->groups ? c->ngroups : 0;
+	const gid_t *groups;
+	int ngroups;
 
 	*switched = false;
 	if (is_mounter(b, c))
 		return 0;
+	ngroups = cred_groups(c, &groups);
 	/* keyfs not root: it cannot act for others, so refuses them */
-	if (syscall(SYS_SETGROUPS, (size_t)ngroups, c->groups) < 0)
+	if (syscall(SYS_SETGROUPS, (size_t)ngroups, groups) < 0)
 		return -EACCES;
 	setfsgid(c->gid);
 	setfsuid(c->uid);

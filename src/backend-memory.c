@@ -51,10 +51,12 @@ struct keyfs_backend {
 	unsigned long maxkeys, maxbytes, root_maxkeys, root_maxbytes;
 	unsigned gc_delay, persistent_expiry;
 
-	unsigned long op;		/* counts operations */
+	unsigned long gen;		/* counts changes that may move possession */
 	unsigned long stamp;		/* counts traversals */
-	unsigned long poss_op;		/* the op possession marks are for */
+	unsigned long poss_gen;		/* the gen possession marks are for */
 	unsigned long poss_stamp;
+	gid_t poss_gid;			/* and the caller they were made for */
+	pid_t poss_pid;
 
 	struct store_image snap;	/* with a store: what it holds */
 };
@@ -439,6 +441,7 @@ static void gc(struct keyfs_backend *b)
 			mem_key_unref(b, k);
 		}
 	reap(b);
+	b->gen++;
 }
 
 /* ---- possession ---- */
@@ -476,7 +479,9 @@ static void possession_mark(struct keyfs_backend *b, const struct keyfs_cred *c)
 	struct mkey *head = NULL, *tail = NULL;
 	unsigned long stamp = ++b->stamp;
 
-	b->poss_op = b->op;
+	b->poss_gen = b->gen;
+	b->poss_gid = c->gid;
+	b->poss_pid = c->pid;
 	b->poss_stamp = stamp;
 	if (c->uid != b->uid)
 		return;
@@ -514,7 +519,13 @@ bool mem_possessed(struct keyfs_backend *b, const struct keyfs_cred *c,
 {
 	if (c->uid != b->uid)
 		return false;
-	if (b->poss_op != b->op)
+	/* Marks hold until the graph or permissions change, for one process:
+	 * recomputing them for every operation made each lookup walk every
+	 * reachable key.  A process's groups (which a search through the group
+	 * class depends on) are taken as fixed while it keeps calling; reading
+	 * them for every request would cost as much as the request. */
+	if (b->poss_gen != b->gen || b->poss_gid != c->gid ||
+	    b->poss_pid != c->pid)
 		possession_mark(b, c);
 	return key->poss_stamp == b->poss_stamp;
 }
@@ -533,14 +544,18 @@ int mem_key_perm(struct keyfs_backend *b, const struct keyfs_cred *c,
 
 void mem_begin(struct keyfs_backend *b)
 {
-	b->op++;
 	gc(b);
 }
 
 void mem_end(struct keyfs_backend *b)
 {
 	reap(b);
-	b->op++;	/* the graph may have changed: possession is stale */
+	b->gen++;	/* the graph may have changed: possession is stale */
+}
+
+void mem_end_read(struct keyfs_backend *b)
+{
+	reap(b);
 }
 
 static int image_build(struct keyfs_backend *b, struct store_image *img);
@@ -1492,7 +1507,7 @@ static int model_revert(struct keyfs_backend *b)
 			b->next_serial = next;
 	}
 	model_free(&tmp);
-	b->op++;
+	b->gen++;
 	return ret;
 }
 
@@ -1666,7 +1681,7 @@ static int mem_describe(struct keyfs_backend *b, const struct keyfs_cred *c,
 		ret = mem_key_perm(b, c, k, KEYFS_PERM_VIEW);
 	if (ret == 0)
 		key_info_fill(b, c, k, out);
-	mem_end(b);
+	mem_end_read(b);
 	return ret;
 }
 
@@ -1703,7 +1718,7 @@ static int mem_read(struct keyfs_backend *b, const struct keyfs_cred *c,
 	ret = read_check(b, c, key, false, &k);
 	if (ret == 0)
 		ret = k->type->read(k, buf_alloc, len);
-	mem_end(b);
+	mem_end_read(b);
 	return ret;
 }
 
@@ -1732,7 +1747,7 @@ static int mem_list(struct keyfs_backend *b, const struct keyfs_cred *c,
 	*out_alloc = v;
 	*n = nl;
 out:
-	mem_end(b);
+	mem_end_read(b);
 	return ret;
 }
 
@@ -1762,7 +1777,7 @@ static int mem_find(struct keyfs_backend *b, const struct keyfs_cred *c,
 	else
 		*out = k->serial;
 out:
-	mem_end(b);
+	mem_end_read(b);
 	return ret;
 }
 
@@ -1808,7 +1823,7 @@ static int mem_list_all(struct keyfs_backend *b, const struct keyfs_cred *c,
 		*n = m;
 	}
 out:
-	mem_end(b);
+	mem_end_read(b);
 	return ret;
 }
 
@@ -2247,7 +2262,7 @@ static int mem_security(struct keyfs_backend *b, const struct keyfs_cred *c,
 
 	mem_begin(b);
 	ret = mem_lookup(b, c, key, MEM_LOOKUP_PARTIAL, KEYFS_PERM_VIEW, &k);
-	mem_end(b);
+	mem_end_read(b);
 	if (ret < 0)
 		return ret;
 	/* No LSM here: keyctl_get_security() gives an empty string. */
@@ -2371,7 +2386,7 @@ static int mem_proc_keys(struct keyfs_backend *b, const struct keyfs_cred *c,
 	free(keys);
 	ret = text_finish(&t, text_alloc);
 out:
-	mem_end(b);
+	mem_end_read(b);
 	free(summary);
 	return ret;
 }
@@ -2393,7 +2408,7 @@ static int mem_proc_key_users(struct keyfs_backend *b,
 
 	(void)c;
 	mem_begin(b);
-	mem_end(b);
+	mem_end_read(b);
 	v = malloc((b->nusers ? b->nusers : 1) * sizeof(*v));
 	if (!v)
 		return -ENOMEM;

@@ -23,7 +23,7 @@
 /* The caller of one request, as keyfs's access checks see it. */
 struct req_cred {
 	struct keyfs_cred c;
-	gid_t groups[KEYFS_GROUPS_MAX];
+	struct keyfs_lazy_groups groups;
 };
 
 static struct keyfs_ctx *req_ctx(fuse_req_t req)
@@ -31,18 +31,26 @@ static struct keyfs_ctx *req_ctx(fuse_req_t req)
 	return fuse_req_userdata(req);
 }
 
+static void load_groups(struct keyfs_lazy_groups *g)
+{
+	int n = fuse_req_getgroups(g->arg, KEYFS_GROUPS_MAX, g->v);
+
+	g->n = n < 0 ? 0 : n > KEYFS_GROUPS_MAX ? KEYFS_GROUPS_MAX : n;
+}
+
 static const struct keyfs_cred *req_cred(fuse_req_t req, struct req_cred *rc)
 {
 	const struct fuse_ctx *fc = fuse_req_ctx(req);
-	int n;
 
 	memset(&rc->c, 0, sizeof(rc->c));
 	rc->c.uid = fc->uid;
 	rc->c.gid = fc->gid;
 	rc->c.pid = fc->pid;
-	n = fuse_req_getgroups(req, KEYFS_GROUPS_MAX, rc->groups);
-	rc->c.ngroups = n < 0 ? 0 : n > KEYFS_GROUPS_MAX ? KEYFS_GROUPS_MAX : n;
-	rc->c.groups = rc->groups;
+	/* Supplementary groups come from /proc: only when a check needs them. */
+	rc->groups.loaded = false;
+	rc->groups.load = load_groups;
+	rc->groups.arg = req;
+	rc->c.lazy = &rc->groups;
 	return &rc->c;
 }
 

@@ -123,7 +123,7 @@ int handle_open_key(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 		ret = -EACCES;
 		goto fail;
 	}
-	handle_set_opener(h, c);
+	handle_set_opener(h, c, acc != O_RDONLY || tn->kind == T_PENDING);
 	attr_from_key(ki, &h->st);
 	h->st.st_ino = (ino_t)tn->ino;
 	h->serial = tn->serial;
@@ -187,12 +187,21 @@ void handle_close(struct handle *h)
 	}
 }
 
-void handle_set_opener(struct handle *h, const struct keyfs_cred *c)
+void handle_set_opener(struct handle *h, const struct keyfs_cred *c,
+		       bool writing)
 {
+	const gid_t *groups = NULL;
+	int n = 0;
+
+	/* Only a commit acts as the opener, and only writers commit: a
+	 * reader's groups are not worth reading from /proc. */
+	if (writing)
+		n = cred_groups(c, &groups);
 	h->opener = *c;
-	h->opener.ngroups = c->ngroups < KEYFS_GROUPS_MAX ? c->ngroups : KEYFS_GROUPS_MAX;
+	h->opener.lazy = NULL;
+	h->opener.ngroups = n < KEYFS_GROUPS_MAX ? n : KEYFS_GROUPS_MAX;
 	if (h->opener.ngroups > 0)
-		memcpy(h->opener_groups, c->groups,
+		memcpy(h->opener_groups, groups,
 		       (size_t)h->opener.ngroups * sizeof(gid_t));
 	h->opener.groups = h->opener_groups;
 }

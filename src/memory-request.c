@@ -342,6 +342,6 @@ int memory_search(struct keyfs_backend *b, const struct keyfs_cred *c,
 		ret = -ENOKEY;
 	if (ret == 0)
 		*out = k->serial;
-	mem_end(b);
+	mem_end_read(b);
 	return ret;
 }

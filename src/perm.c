@@ -5,12 +5,33 @@
 
 #define CLASS(perm, shift)	(((perm) >> (shift)) & KEYFS_PERM_ALL)
 
+int cred_groups(const struct keyfs_cred *c, const gid_t **out)
+{
+	struct keyfs_lazy_groups *g = c->lazy;
+
+	if (!g) {
+		*out = c->groups;
+		return c->groups ? c->ngroups : 0;
+	}
+	if (!g->loaded) {
+		g->n = 0;
+		g->load(g);
+		g->loaded = true;
+	}
+	*out = g->v;
+	return g->n;
+}
+
 bool perm_in_group(const struct keyfs_cred *c, gid_t kgid)
 {
+	const gid_t *groups;
+	int n;
+
 	if (kgid == c->gid)
 		return true;
-	for (int i = 0; c->groups && i < c->ngroups; i++)
-		if (c->groups[i] == kgid)
+	n = cred_groups(c, &groups);
+	for (int i = 0; i < n; i++)
+		if (groups[i] == kgid)
 			return true;
 	return false;
 }
