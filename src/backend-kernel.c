@@ -672,10 +672,21 @@ static int proc_read(struct keyfs_backend *b, char **text_alloc)
 	return ret;
 }
 
-/* The parse of /proc/keys, re-read when older than the cache timeout. */
+/*
+ * /proc/keys is dear: the kernel formats every key on the system and works
+ * out possession for each.  It only tells what keyctl does not (expiry,
+ * negative and pending states), so it is read again at most every
+ * PROC_KEYS_MIN_AGE seconds even when the cache timeout is shorter; a key
+ * that died is looked up in a fresh read (force).
+ */
+#define PROC_KEYS_MIN_AGE	1.0
+
 static int proc_fresh(struct keyfs_backend *b, bool force)
 {
-	if (!force && b->proc.valid && age_of(&b->proc.when) < b->cache_timeout)
+	double max_age = b->cache_timeout > PROC_KEYS_MIN_AGE ?
+			 b->cache_timeout : PROC_KEYS_MIN_AGE;
+
+	if (!force && b->proc.valid && age_of(&b->proc.when) < max_age)
 		return 0;
 	return proc_read(b, NULL);
 }
