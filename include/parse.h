@@ -8,6 +8,9 @@
  * take them and overflow quietly), at most max.  0 or -EINVAL. */
 int parse_dec(const char *s, unsigned long long max, unsigned long long *out);
 
+/* The value of one hex digit, or -1. */
+int parse_hexdigit(char c);
+
 /* Hex digits with or without 0x, fitting 32 bits.  0 or -EINVAL. */
 int parse_hex32(const char *s, uint32_t *out);
 

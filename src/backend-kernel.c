@@ -1580,20 +1580,32 @@ static int kernel_move(struct keyfs_backend *b, const struct keyfs_cred *c,
 	return 0;
 }
 
-static int kernel_revoke(struct keyfs_backend *b, const struct keyfs_cred *c,
-			 kserial_t key)
+/* The shape of the one-key operations: keyfs's own check, then the call
+ * with the caller's ids. */
+static int keyctl_as(struct keyfs_backend *b, const struct keyfs_cred *c,
+		     kserial_t key, unsigned want, unsigned or_want,
+		     long (*op)(key_serial_t))
 {
 	bool sw;
-	int ret;
+	int ret = check_key(b, c, key, want, or_want);
 
-	/* the kernel takes setattr where write is missing */
-	ret = check_key(b, c, key, KEYFS_PERM_WRITE, KEYFS_PERM_SETATTR);
 	if (ret == 0)
 		ret = caller_begin(b, c, &sw);
 	if (ret < 0)
 		return ret;
-	ret = kerr(keyctl_revoke(key));
+	ret = kerr(op(key));
 	caller_end(b, sw);
+	return ret;
+}
+
+static int kernel_revoke(struct keyfs_backend *b, const struct keyfs_cred *c,
+			 kserial_t key)
+{
+	int ret;
+
+	/* the kernel takes setattr where write is missing */
+	ret = keyctl_as(b, c, key, KEYFS_PERM_WRITE, KEYFS_PERM_SETATTR,
+			keyctl_revoke);
 	if (ret == 0)
 		touch_change(kkey_get(b, key));
 	return ret;
@@ -1603,16 +1615,9 @@ static int kernel_invalidate(struct keyfs_backend *b,
 			     const struct keyfs_cred *c, kserial_t key)
 {
 	struct kkey *k;
-	bool sw;
 	int ret;
 
-	ret = check_key(b, c, key, KEYFS_PERM_SEARCH, 0);
-	if (ret == 0)
-		ret = caller_begin(b, c, &sw);
-	if (ret < 0)
-		return ret;
-	ret = kerr(keyctl_invalidate(key));
-	caller_end(b, sw);
+	ret = keyctl_as(b, c, key, KEYFS_PERM_SEARCH, 0, keyctl_invalidate);
 	if (ret < 0)
 		return ret;
 	/* the kernel's collector unlinks it from every keyring at once */
@@ -1633,16 +1638,9 @@ static int kernel_clear(struct keyfs_backend *b, const struct keyfs_cred *c,
 			kserial_t keyring)
 {
 	struct kkey *r;
-	bool sw;
 	int ret;
 
-	ret = check_key(b, c, keyring, KEYFS_PERM_WRITE, 0);
-	if (ret == 0)
-		ret = caller_begin(b, c, &sw);
-	if (ret < 0)
-		return ret;
-	ret = kerr(keyctl_clear(keyring));
-	caller_end(b, sw);
+	ret = keyctl_as(b, c, keyring, KEYFS_PERM_WRITE, 0, keyctl_clear);
 	if (ret < 0)
 		return ret;
 	r = kkey_get(b, keyring);

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "names.h"
+#include "parse.h"
 
 static int put(char *out, size_t outlen, size_t *o, const char *s, size_t n)
 {
@@ -39,17 +40,6 @@ int name_escape(const char *desc, char *out, size_t outlen)
 	return 0;
 }
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 int name_unescape(const char *name, char *out, size_t outlen)
 {
 	size_t o = 0;
@@ -58,7 +48,7 @@ int name_unescape(const char *name, char *out, size_t outlen)
 		char c = *p;
 
 		if (c == '%') {
-			int hi = hexval(p[1]), lo = hi < 0 ? -1 : hexval(p[2]);
+			int hi = parse_hexdigit(p[1]), lo = hi < 0 ? -1 : parse_hexdigit(p[2]);
 
 			if (hi < 0 || lo < 0 || (hi == 0 && lo == 0))
 				return -EINVAL;

@@ -20,7 +20,7 @@ int parse_dec(const char *s, unsigned long long max, unsigned long long *out)
 	return 0;
 }
 
-static int hexval(char c)
+int parse_hexdigit(char c)
 {
 	if (c >= '0' && c <= '9')
 		return c - '0';
@@ -40,7 +40,7 @@ int parse_hex32(const char *s, uint32_t *out)
 	if (*s == '\0')
 		return -EINVAL;
 	for (; *s != '\0'; s++) {
-		int d = hexval(*s);
+		int d = parse_hexdigit(*s);
 
 		if (d < 0)
 			return -EINVAL;
