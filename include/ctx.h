@@ -23,10 +23,10 @@ struct keyfs_ctx {
 	kserial_t session, user, user_session, process, persistent;
 
 	struct node_table *nodes;	/* inodes keyfs invents: pending keys, search/TYPE */
-	struct timespec started;
+	struct timespec started;	/* the times of keyfs's own directories and files */
 	struct fuse_session *se;	/* for telling the kernel what changed */
-	struct notifier *notifier;
-	struct handle *open_keys;	/* handle.c: open key files, to outlive their keys */	/* fs-notify.c: names to drop from the kernel's cache */	/* the times of keyfs's own directories and files */
+	struct notifier *notifier;	/* fs-notify.c: names to drop from the kernel's cache */
+	struct handle *open_keys;	/* handle.c: open key files, to outlive their keys */
 };
 
 /* Call a backend slot, answering -EOPNOTSUPP for a NULL one. */

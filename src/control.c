@@ -6,6 +6,7 @@
 #include "control.h"
 #include "fs.h"
 #include "control-parse.h"
+#include "names.h"
 #include "tree.h"
 
 bool control_is_writable(enum ctl_file f)
@@ -124,11 +125,58 @@ static int run_command(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 	return -EINVAL;
 }
 
+/*
+ * The kernel caches names in directories and saw none of a control
+ * command happen: after link or unlink, the key's name in that keyring
+ * may now mean another key or none.  Both spellings go, since a keyring
+ * that shares a user key's description is listed as %keyring:NAME.
+ */
+static void forget_key_name(struct keyfs_ctx *ctx, kserial_t keyring,
+			    const char *type, const char *desc)
+{
+	char name[KEYFS_NAME_MAX + 1];
+	uint64_t dir = tree_ino(ctx, keyring);
+
+	if (name_for_key(type, desc, false, name, sizeof(name)) == 0)
+		fs_forget_name(ctx, dir, name);
+	if (name_for_key(type, desc, true, name, sizeof(name)) == 0)
+		fs_forget_name(ctx, dir, name);
+}
+
+/* What a keyring lists now, as clear will empty it; NULL when it cannot
+ * be listed (the attribute and entry timeouts still bound staleness). */
+static struct tree_dirent *list_before_clear(struct keyfs_ctx *ctx,
+					     kserial_t keyring, size_t *n)
+{
+	struct tree_dirent *d = NULL;
+
+	if (tree_readdir(ctx, &ctx->mounter, tree_ino(ctx, keyring), &d, n) < 0)
+		return NULL;
+	return d;
+}
+
+static void forget_names(struct keyfs_ctx *ctx, enum ctl_cmd which,
+			 kserial_t key, kserial_t keyring,
+			 const struct key_info *ki,
+			 const struct tree_dirent *cleared, size_t ncleared)
+{
+	size_t i;
+
+	if ((which == CTL_LINK || which == CTL_UNLINK) && ki->type[0])
+		forget_key_name(ctx, keyring, ki->type, ki->desc);
+	for (i = 0; cleared && i < ncleared; i++)
+		if (strcmp(cleared[i].name, ".") && strcmp(cleared[i].name, ".."))
+			fs_forget_name(ctx, tree_ino(ctx, key), cleared[i].name);
+}
+
 int control_write(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 		  enum ctl_file f, const char *buf, size_t len)
 {
 	struct ctl_command cmd;
 	kserial_t key = 0, keyring = 0;
+	struct key_info ki = { 0 };
+	struct tree_dirent *cleared = NULL;
+	size_t ncleared = 0;
 	enum ctl_cmd which;
 	int ret;
 
@@ -150,13 +198,21 @@ int control_write(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 		if (ret < 0)
 			goto out;
 	}
+	/* The names to forget are read before the command changes them. */
+	if ((which == CTL_LINK || which == CTL_UNLINK) &&
+	    BACKEND_CALL(ctx, describe, &ctx->mounter, key, &ki) < 0)
+		ki.type[0] = '\0';
+	if (which == CTL_CLEAR)
+		cleared = list_before_clear(ctx, key, &ncleared);
 	ret = run_command(ctx, c, &cmd, key, keyring);
 	/* The kernel caches these keys' attributes (mode, owner, link
 	 * counts); it saw none of this happen. */
 	if (ret == 0) {
 		fs_key_changed(ctx, key);
 		fs_key_changed(ctx, keyring);
+		forget_names(ctx, which, key, keyring, &ki, cleared, ncleared);
 	}
+	free(cleared);
 out:
 	ctl_command_free(&cmd);
 	return ret;

@@ -177,6 +177,26 @@ session/k' '
 	[ -d "$MNT/session/a" ]
 }
 
+@test "names cached by the kernel follow link, unlink and clear at once" {
+	# Long timeouts: only keyfs telling the kernel can make these pass.
+	keyfs_unmount
+	keyfs_mount -o entry_timeout=600,attr_timeout=600
+	mkdir "$MNT/session/ring" "$MNT/session/other"
+	echo old >"$MNT/session/ring/k"
+	echo new >"$MNT/session/other/k"
+	echo 1 >"$MNT/session/ring/a"
+	local new
+	new=$(ino "$MNT/session/other/k")
+	stat "$MNT/session/ring/k" "$MNT/session/ring/a" >/dev/null
+	ctl_ok link "session/other/k session/ring"
+	eventually output_is "$new" ino "$MNT/session/ring/k"
+	ctl_ok unlink "session/ring/k session/ring"
+	eventually test ! -e "$MNT/session/ring/k"
+	ctl_ok clear session/ring
+	eventually test ! -e "$MNT/session/ring/a"
+	assert_equal "$(cat "$MNT/session/other/k")" new
+}
+
 @test "link and unlink: bad syntax and unknown keys change nothing" {
 	mkdir "$MNT/session/ring"
 	echo v >"$MNT/session/k"
