@@ -55,10 +55,16 @@ struct tree_dirent {
 int tree_readdir(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 		 uint64_t ino, struct tree_dirent **out_alloc, size_t *n);
 
+/* Where a path's last name was found, for telling the kernel to forget it. */
+struct tree_entry {
+	uint64_t parent;		/* 0: the path named the root */
+	char name[KEYFS_NAME_MAX + 1];
+};
+
 /* Resolve a path relative to the mount root (entry names, '/'-separated,
  * as control files take them) to a key.  "" is the root keyring (root=);
- * a path to something that is not a key is -EINVAL. */
+ * a path to something that is not a key is -EINVAL.  where may be NULL. */
 int tree_resolve(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
-		 const char *path, kserial_t *out);
+		 const char *path, kserial_t *out, struct tree_entry *where);
 
 #endif

@@ -60,14 +60,16 @@ static int check_serial(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 	return 0;
 }
 
+/* where: the entry a path reference went through, when it is one. */
 static int resolve_ref(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
-		       const struct ctl_ref *ref, kserial_t *out)
+		       const struct ctl_ref *ref, kserial_t *out,
+		       struct tree_entry *where)
 {
 	int ret;
 
 	switch (ref->kind) {
 	case CTL_REF_PATH:
-		return tree_resolve(ctx, c, ref->path, out);
+		return tree_resolve(ctx, c, ref->path, out, where);
 	case CTL_REF_SERIAL:
 		ret = check_serial(ctx, c, ref->serial);
 		if (ret == 0)
@@ -176,6 +178,7 @@ int control_write(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 	kserial_t key = 0, keyring = 0;
 	struct key_info ki = { 0 };
 	struct tree_dirent *cleared = NULL;
+	struct tree_entry entry = { 0 };
 	size_t ncleared = 0;
 	enum ctl_cmd which;
 	int ret;
@@ -189,12 +192,12 @@ int control_write(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 	/* Everything is looked up before anything is done, so a bad second
 	 * reference leaves the first key untouched. */
 	if (uses_key(which)) {
-		ret = resolve_ref(ctx, c, &cmd.key, &key);
+		ret = resolve_ref(ctx, c, &cmd.key, &key, &entry);
 		if (ret < 0)
 			goto out;
 	}
 	if (uses_keyring(which)) {
-		ret = resolve_ref(ctx, c, &cmd.keyring, &keyring);
+		ret = resolve_ref(ctx, c, &cmd.keyring, &keyring, NULL);
 		if (ret < 0)
 			goto out;
 	}
@@ -211,6 +214,10 @@ int control_write(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 		fs_key_changed(ctx, key);
 		fs_key_changed(ctx, keyring);
 		forget_names(ctx, which, key, keyring, &ki, cleared, ncleared);
+		/* An invalidated key leaves every keyring; the one named in
+		 * the command is the name its writer is likely to look at. */
+		if (which == CTL_INVALIDATE && entry.parent)
+			fs_forget_name(ctx, entry.parent, entry.name);
 	}
 	free(cleared);
 out:

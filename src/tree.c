@@ -677,8 +677,9 @@ fail:
 }
 
 int tree_resolve(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
-		 const char *path, kserial_t *out)
+		 const char *path, kserial_t *out, struct tree_entry *where)
 {
+	struct tree_entry last = { 0 };
 	struct tnode tn;
 	char *copy = strdup(path), *save = NULL, *comp;
 	int ret;
@@ -687,9 +688,15 @@ int tree_resolve(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 		return -ENOMEM;
 	ret = tree_node(ctx, INO_ROOT, &tn);
 	for (comp = strtok_r(copy, "/", &save); comp && ret == 0;
-	     comp = strtok_r(NULL, "/", &save))
+	     comp = strtok_r(NULL, "/", &save)) {
+		last.parent = tn.ino;
+		/* Longer names fail the lookup below. */
+		snprintf(last.name, sizeof(last.name), "%s", comp);
 		ret = tree_lookup(ctx, c, tn.ino, comp, &tn);
+	}
 	free(copy);
+	if (where)
+		*where = last;
 	if (ret < 0)
 		return ret;
 	if (tn.kind != T_KEY && !(tn.kind == T_PENDING && tn.serial))

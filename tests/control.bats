@@ -177,7 +177,7 @@ session/k' '
 	[ -d "$MNT/session/a" ]
 }
 
-@test "names cached by the kernel follow link, unlink and clear at once" {
+@test "names cached by the kernel follow link, unlink, invalidate and clear at once" {
 	# Long timeouts: only keyfs telling the kernel can make these pass.
 	keyfs_unmount
 	keyfs_mount -o entry_timeout=600,attr_timeout=600
@@ -185,9 +185,12 @@ session/k' '
 	echo old >"$MNT/session/ring/k"
 	echo new >"$MNT/session/other/k"
 	echo 1 >"$MNT/session/ring/a"
+	echo 2 >"$MNT/session/ring/gone"
 	local new
 	new=$(ino "$MNT/session/other/k")
-	stat "$MNT/session/ring/k" "$MNT/session/ring/a" >/dev/null
+	stat "$MNT/session/ring/k" "$MNT/session/ring/a" "$MNT/session/ring/gone" >/dev/null
+	ctl_ok invalidate session/ring/gone
+	eventually test ! -e "$MNT/session/ring/gone"
 	ctl_ok link "session/other/k session/ring"
 	eventually output_is "$new" ino "$MNT/session/ring/k"
 	ctl_ok unlink "session/ring/k session/ring"
