@@ -1,8 +1,9 @@
-/* parse.h: strict number parsing for what users write (control files, xattr values). */
+/* parse.h: strict parsing of what users and store files write, and the names of key states. */
 #ifndef KEYFS_PARSE_H
 #define KEYFS_PARSE_H
 
 #include <stdint.h>
+#include "keyfs.h"
 
 /* Decimal digits only (no sign, spaces or empty string; strtoul would
  * take them and overflow quietly), at most max.  0 or -EINVAL. */
@@ -13,5 +14,11 @@ int parse_hexdigit(char c);
 
 /* Hex digits with or without 0x, fitting 32 bits.  0 or -EINVAL. */
 int parse_hex32(const char *s, uint32_t *out);
+
+/* The word for a state, as the state xattr and the store write it. */
+const char *key_state_name(enum key_state state);
+
+/* The state a word names.  0 or -EINVAL. */
+int key_state_parse(const char *s, enum key_state *out);
 
 #endif

@@ -1,5 +1,6 @@
-/* parse.c: strict number parsing shared by control files and xattr values. */
+/* parse.c: strict parsing shared by control files, xattr values and the store. */
 #include <errno.h>
+#include <string.h>
 
 #include "parse.h"
 
@@ -50,4 +51,30 @@ int parse_hex32(const char *s, uint32_t *out)
 	}
 	*out = (uint32_t)v;
 	return 0;
+}
+
+static const char *const state_names[] = {
+	[KEY_STATE_VALID]	= "valid",
+	[KEY_STATE_PENDING]	= "pending",
+	[KEY_STATE_REVOKED]	= "revoked",
+	[KEY_STATE_EXPIRED]	= "expired",
+	[KEY_STATE_NEGATIVE]	= "negative",
+	[KEY_STATE_INVALIDATED]	= "invalidated",
+};
+
+#define NSTATES (sizeof(state_names) / sizeof(state_names[0]))
+
+const char *key_state_name(enum key_state state)
+{
+	return (unsigned)state < NSTATES ? state_names[state] : "unknown";
+}
+
+int key_state_parse(const char *s, enum key_state *out)
+{
+	for (size_t i = 0; i < NSTATES; i++)
+		if (strcmp(s, state_names[i]) == 0) {
+			*out = (enum key_state)i;
+			return 0;
+		}
+	return -EINVAL;
 }

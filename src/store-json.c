@@ -13,6 +13,7 @@
 #include <jansson.h>
 
 #include "base64.h"
+#include "parse.h"
 #include "store.h"
 
 /* A kernel key's permission holds six bits in each of four classes. */
@@ -20,15 +21,6 @@
 /* (uid_t)-1 means "no id" to the kernel, so no key has it. */
 #define ID_MAX			((json_int_t)UINT32_MAX - 1)
 #define JSON_FLAGS_OUT		(JSON_INDENT(2) | JSON_PRESERVE_ORDER)
-
-static const char *const state_names[] = {
-	[KEY_STATE_VALID]	= "valid",
-	[KEY_STATE_PENDING]	= "pending",
-	[KEY_STATE_REVOKED]	= "revoked",
-	[KEY_STATE_EXPIRED]	= "expired",
-	[KEY_STATE_NEGATIVE]	= "negative",
-	[KEY_STATE_INVALIDATED]	= "invalidated",
-};
 
 static const char *const top_fields[] = {
 	"format", "next_serial", "session", "user", "user_session",
@@ -784,14 +776,11 @@ static int get_state(struct ctx *c, json_t *o, enum key_state *state)
 
 	if (ret < 0)
 		return ret;
-	for (size_t i = 0; i < sizeof(state_names) / sizeof(*state_names); i++)
-		if (i != KEY_STATE_PENDING && strcmp(s, state_names[i]) == 0) {
-			*state = (enum key_state)i;
-			return 0;
-		}
-	if (strcmp(s, state_names[KEY_STATE_PENDING]) == 0)
+	if (key_state_parse(s, state) < 0)
+		return fail(c, "bad state \"%s\"", shown(s, tmp, sizeof(tmp)));
+	if (*state == KEY_STATE_PENDING)
 		return fail(c, "state \"pending\" is never stored");
-	return fail(c, "bad state \"%s\"", shown(s, tmp, sizeof(tmp)));
+	return 0;
 }
 
 static int get_links(struct ctx *c, json_t *o, struct store_key *k)
@@ -1163,7 +1152,7 @@ static json_t *key_json(const struct store_key *k)
 	put(o, "uid", json_integer(k->uid), &ret);
 	put(o, "gid", json_integer(k->gid), &ret);
 	put(o, "perm", json_string(perm), &ret);
-	put(o, "state", json_string(state_names[k->state]), &ret);
+	put(o, "state", json_string(key_state_name(k->state)), &ret);
 	put(o, "expiry", json_integer(k->expiry), &ret);
 	put(o, "mtime", time_json(&k->mtime), &ret);
 	put(o, "ctime", time_json(&k->ctime), &ret);

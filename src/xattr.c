@@ -39,15 +39,6 @@ static const struct {
 	[XA_STATE]	 = { XATTR_PREFIX "state", false },
 };
 
-static const char *const state_names[] = {
-	[KEY_STATE_VALID]	= "valid",
-	[KEY_STATE_PENDING]	= "pending",
-	[KEY_STATE_REVOKED]	= "revoked",
-	[KEY_STATE_EXPIRED]	= "expired",
-	[KEY_STATE_NEGATIVE]	= "negative",
-	[KEY_STATE_INVALIDATED]	= "invalidated",
-};
-
 /* Which attribute a name is; -1 for none of ours. */
 static int xattr_lookup(const char *name)
 {
@@ -140,10 +131,7 @@ static int value_alloc(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 			return -ENODATA;
 		break;
 	case XA_STATE:
-		if ((unsigned)ki->state >= sizeof(state_names) /
-					   sizeof(state_names[0]))
-			return -EIO;
-		val = strdup(state_names[ki->state]);
+		val = strdup(key_state_name(ki->state));
 		break;
 	case XA_COUNT:
 		return -ENODATA;
