@@ -23,6 +23,9 @@ struct mkey;
 #define MEM_GC_DELAY		300	/* gc_delay: dead keys linger this long */
 #define MEM_PERSISTENT_EXPIRY	259200	/* persistent_keyring_expiry */
 
+/* The perm bits a key can have (KEY_POS_ALL | KEY_USR_ALL | ...). */
+#define MEM_PERM_VALID		0x3f3f3f3fu
+
 /* big_key keeps payloads above about sizeof(struct inode) + sizeof(struct
  * dentry) in a file; /proc/keys says which.  The x86_64 value, roughly. */
 #define MEM_BIG_KEY_FILE_THRESHOLD	808
@@ -125,6 +128,46 @@ struct mkey {
 	int walk_depth;
 };
 
+/* One key owner's usage, as the kernel's struct key_user. */
+struct muser {
+	uid_t uid;
+	unsigned long nkeys;	/* keys owned */
+	unsigned long nikeys;	/* of which instantiated (all, here) */
+	unsigned long qnkeys;	/* keys charged to the quota */
+	unsigned long qnbytes;	/* bytes charged to the quota */
+};
+
+/* The memory backend (opaque outside these files): memory-image.c builds
+ * and swaps its model, memory-proc.c reads the owners' accounts. */
+struct keyfs_backend {
+	const char *store;		/* owned by the caller */
+	const char *request_key;	/* owned by the caller */
+	uid_t uid;			/* the mounter */
+	gid_t gid;
+
+	/* the model: swapped whole when a failed save is undone */
+	struct mkey **table;		/* by serial, chained; tcap a power of 2 */
+	size_t tcap, nkeys;
+	kserial_t next_serial;
+	struct mkey *session, *user, *user_session, *process, *persistent;
+	struct muser *users;
+	size_t nusers, ucap;
+	time_t gc_next;			/* next time a key's gc is due; 0: none */
+	struct mkey *dead;		/* keys to reap at the end of the op */
+
+	unsigned long maxkeys, maxbytes, root_maxkeys, root_maxbytes;
+	unsigned gc_delay, persistent_expiry;
+
+	unsigned long gen;		/* counts changes that may move possession */
+	unsigned long stamp;		/* counts traversals */
+	unsigned long poss_gen;		/* the gen possession marks are for */
+	unsigned long poss_stamp;
+	gid_t poss_gid;			/* and the caller they were made for */
+	pid_t poss_pid;
+
+	struct store_image snap;	/* with a store: what it holds */
+};
+
 /* memory-types.c */
 extern const struct mkey_type mtype_keyring;
 /* The type of that name, or NULL (callers answer -ENODEV or -ENOKEY). */
@@ -222,6 +265,74 @@ int mem_key_quota(struct keyfs_backend *b, uid_t uid, const char *desc,
 		  const struct mkey_type *type);
 /* The program configured as request_key=, or NULL. */
 const char *mem_callout_program(struct keyfs_backend *b);
+
+/* backend-memory.c, for memory-image.c and memory-proc.c */
+/* The key with this serial, or NULL. */
+struct mkey *mem_key_get(const struct keyfs_backend *b, kserial_t serial);
+/* Every key, by increasing serial, for output that must not depend on the
+ * table's order; *out_alloc is malloc'd.  0 or -ENOMEM. */
+int mem_keys_sorted(const struct keyfs_backend *b, struct mkey ***out_alloc);
+/* The keys c may view, by increasing serial: *n of them in *out_alloc
+ * (malloc'd).  0 or -ENOMEM. */
+int mem_viewable_keys(struct keyfs_backend *b, const struct keyfs_cred *c,
+		      struct mkey ***out_alloc, size_t *n);
+/* Room for one more key, so that mem_key_register cannot fail.  0 or
+ * -ENOMEM. */
+int mem_table_reserve(struct keyfs_backend *b);
+/* uid's accounts, or NULL when it has none yet. */
+struct muser *mem_user_find(const struct keyfs_backend *b, uid_t uid);
+/* uid's accounts, made empty when it has none, so that mem_key_register
+ * cannot fail.  0 or -ENOMEM. */
+int mem_user_get(struct keyfs_backend *b, uid_t uid, struct muser **out);
+/* uid's maxkeys and maxbytes: root has its own, as in the kernel. */
+void mem_quota_limits(const struct keyfs_backend *b, uid_t uid,
+		      unsigned long *maxkeys, unsigned long *maxbytes);
+/* A new key of no one's, not yet in the table (free it with mem_key_free
+ * until mem_key_register), or NULL. */
+struct mkey *mem_key_alloc(const struct mkey_type *type, const char *desc);
+/* Free a key no table, keyring or owner knows of; its payload is the
+ * type's to destroy first. */
+void mem_key_free(struct mkey *k);
+/* Enter a key in the table (from now on mem_reap frees it) and its owner's
+ * accounts; the table and the owner were reserved (mem_table_reserve,
+ * mem_user_get). */
+void mem_key_register(struct keyfs_backend *b, struct mkey *k);
+/* Free every key nothing links or holds any more; a keyring freed drops
+ * its links, which may free more (the list grows while we walk it). */
+void mem_reap(struct keyfs_backend *b);
+
+/* memory-image.c */
+/* The whole model as an image, keys by serial, for the store; img is the
+ * caller's to store_image_free (on failure it is freed here).  The process
+ * keyring is kept as an ordinary keyring: at the next start it is gone
+ * unless some other keyring links it, as when the kernel's process exits.
+ * 0 or -ENOMEM. */
+int mem_image_build(struct keyfs_backend *b, struct store_image *img);
+/* Build the model from img into b (empty); process names the keyring to
+ * hold as the process keyring (when undoing a failed save), or 0.  An
+ * image this model cannot hold is -EINVAL, said in err; -ENOMEM.  On
+ * failure b holds part of the model: mem_model_free it. */
+int mem_model_load(struct keyfs_backend *b, const struct store_image *img,
+		   kserial_t process, char *err, size_t errlen);
+/* Free every key and owner of the model, leaving it empty; not the
+ * backend itself, nor its snap. */
+void mem_model_free(struct keyfs_backend *b);
+/* Go back to what the store holds (b->snap), after a failed save.  Serials
+ * stay unused.  On failure (-ENOMEM) the model stays as it is (ahead of
+ * the store). */
+int mem_model_revert(struct keyfs_backend *b);
+
+/* memory-proc.c: the ops table's texts (backend.h), built here so the
+ * model code stays free of formatting; *text_alloc is malloc'd.  0, -ENOMEM
+ * or -EINVAL. */
+/* /proc/keys: the keys c may view, by serial. */
+int mem_proc_keys(struct keyfs_backend *b, const struct keyfs_cred *c,
+		  char **text_alloc);
+/* /proc/key-users: every owner of keys, as the kernel lists them all. */
+int mem_proc_key_users(struct keyfs_backend *b,
+		       const struct keyfs_cred *c, char **text_alloc);
+/* `keyctl supports`: what this backend implements. */
+int mem_supports(struct keyfs_backend *b, char **text_alloc);
 
 /* memory-request.c */
 /* Run program TYPE DESC CALLOUT UID GID (no shell, stdin /dev/null, stderr

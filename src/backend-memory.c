@@ -1,7 +1,5 @@
 /* backend-memory.c: the memory backend, an in-process model of the kernel's keyrings. */
 #include <errno.h>
-#include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,7 +7,6 @@
 #include "memory.h"
 #include "perm.h"
 
-#define PERM_VALID	0x3f3f3f3fu	/* KEY_POS_ALL | KEY_USR_ALL | ... */
 #define POS(bits)	((uint32_t)(bits) << KEYFS_POS_SHIFT)
 #define USR(bits)	((uint32_t)(bits) << KEYFS_USR_SHIFT)
 
@@ -22,44 +19,6 @@
  * and read. */
 #define PERM_PERSISTENT	(POS(KEYFS_PERM_ALL & ~KEYFS_PERM_SETATTR) | \
 			 USR(KEYFS_PERM_VIEW | KEYFS_PERM_READ))
-
-/* One key owner's usage, as the kernel's struct key_user. */
-struct muser {
-	uid_t uid;
-	unsigned long nkeys;	/* keys owned */
-	unsigned long nikeys;	/* of which instantiated (all, here) */
-	unsigned long qnkeys;	/* keys charged to the quota */
-	unsigned long qnbytes;	/* bytes charged to the quota */
-};
-
-struct keyfs_backend {
-	const char *store;		/* owned by the caller */
-	const char *request_key;	/* owned by the caller */
-	uid_t uid;			/* the mounter */
-	gid_t gid;
-
-	/* the model: swapped whole when a failed save is undone */
-	struct mkey **table;		/* by serial, chained; tcap a power of 2 */
-	size_t tcap, nkeys;
-	kserial_t next_serial;
-	struct mkey *session, *user, *user_session, *process, *persistent;
-	struct muser *users;
-	size_t nusers, ucap;
-	time_t gc_next;			/* next time a key's gc is due; 0: none */
-	struct mkey *dead;		/* keys to reap at the end of the op */
-
-	unsigned long maxkeys, maxbytes, root_maxkeys, root_maxbytes;
-	unsigned gc_delay, persistent_expiry;
-
-	unsigned long gen;		/* counts changes that may move possession */
-	unsigned long stamp;		/* counts traversals */
-	unsigned long poss_gen;		/* the gen possession marks are for */
-	unsigned long poss_stamp;
-	gid_t poss_gid;			/* and the caller they were made for */
-	pid_t poss_pid;
-
-	struct store_image snap;	/* with a store: what it holds */
-};
 
 static struct timespec now_ts(void)
 {
@@ -86,7 +45,7 @@ static size_t serial_slot(const struct keyfs_backend *b, kserial_t serial)
 	return ((uint32_t)serial * 2654435761u) & (b->tcap - 1);
 }
 
-static struct mkey *key_get(const struct keyfs_backend *b, kserial_t serial)
+struct mkey *mem_key_get(const struct keyfs_backend *b, kserial_t serial)
 {
 	if (!b->tcap)
 		return NULL;
@@ -96,8 +55,7 @@ static struct mkey *key_get(const struct keyfs_backend *b, kserial_t serial)
 	return NULL;
 }
 
-/* Room for one more key, so that table_insert cannot fail. */
-static int table_reserve(struct keyfs_backend *b)
+int mem_table_reserve(struct keyfs_backend *b)
 {
 	size_t ncap = b->tcap ? b->tcap : 64;
 	struct mkey **old = b->table, **nt;
@@ -152,8 +110,7 @@ static int cmp_key_serial(const void *x, const void *y)
 	return (a->serial > c->serial) - (a->serial < c->serial);
 }
 
-/* Every key, by increasing serial; *out_alloc is malloc'd. */
-static int keys_sorted(const struct keyfs_backend *b, struct mkey ***out_alloc)
+int mem_keys_sorted(const struct keyfs_backend *b, struct mkey ***out_alloc)
 {
 	struct mkey **v = malloc((b->nkeys ? b->nkeys : 1) * sizeof(*v));
 	size_t n = 0;
@@ -170,7 +127,7 @@ static int keys_sorted(const struct keyfs_backend *b, struct mkey ***out_alloc)
 
 /* ---- owners and quotas ---- */
 
-static struct muser *user_find(const struct keyfs_backend *b, uid_t uid)
+struct muser *mem_user_find(const struct keyfs_backend *b, uid_t uid)
 {
 	for (size_t i = 0; i < b->nusers; i++)
 		if (b->users[i].uid == uid)
@@ -178,9 +135,9 @@ static struct muser *user_find(const struct keyfs_backend *b, uid_t uid)
 	return NULL;
 }
 
-static int user_get(struct keyfs_backend *b, uid_t uid, struct muser **out)
+int mem_user_get(struct keyfs_backend *b, uid_t uid, struct muser **out)
 {
-	struct muser *u = user_find(b, uid);
+	struct muser *u = mem_user_find(b, uid);
 
 	if (!u) {
 		if (b->nusers == b->ucap) {
@@ -199,8 +156,8 @@ static int user_get(struct keyfs_backend *b, uid_t uid, struct muser **out)
 	return 0;
 }
 
-static void quota_limits(const struct keyfs_backend *b, uid_t uid,
-			 unsigned long *maxkeys, unsigned long *maxbytes)
+void mem_quota_limits(const struct keyfs_backend *b, uid_t uid,
+		      unsigned long *maxkeys, unsigned long *maxbytes)
 {
 	*maxkeys = uid == 0 ? b->root_maxkeys : b->maxkeys;
 	*maxbytes = uid == 0 ? b->root_maxbytes : b->maxbytes;
@@ -212,11 +169,11 @@ static void quota_limits(const struct keyfs_backend *b, uid_t uid,
 static int quota_room(const struct keyfs_backend *b, uid_t uid, long dkeys,
 		      long dbytes)
 {
-	const struct muser *u = user_find(b, uid);
+	const struct muser *u = mem_user_find(b, uid);
 	unsigned long qnkeys = u ? u->qnkeys : 0, qnbytes = u ? u->qnbytes : 0;
 	unsigned long maxkeys, maxbytes;
 
-	quota_limits(b, uid, &maxkeys, &maxbytes);
+	mem_quota_limits(b, uid, &maxkeys, &maxbytes);
 	if (dkeys > 0 && qnkeys + (unsigned long)dkeys > maxkeys)
 		return -EDQUOT;
 	if (dbytes > 0 && qnbytes + (unsigned long)dbytes > maxbytes)
@@ -233,7 +190,7 @@ static size_t key_charge(const struct mkey *k, size_t datalen)
 
 void mem_charge_sync(struct keyfs_backend *b, struct mkey *key)
 {
-	struct muser *u = user_find(b, key->uid);
+	struct muser *u = mem_user_find(b, key->uid);
 	size_t charge = key_charge(key, key->datalen);
 
 	if (u)
@@ -290,7 +247,7 @@ static void gc_schedule(struct keyfs_backend *b, time_t expiry)
 static int serial_alloc(struct keyfs_backend *b, kserial_t *out)
 {
 	while (b->next_serial > 0 && b->next_serial < INT32_MAX &&
-	       key_get(b, b->next_serial))
+	       mem_key_get(b, b->next_serial))
 		b->next_serial++;
 	if (b->next_serial <= 0 || b->next_serial >= INT32_MAX)
 		return -ENOSPC;
@@ -298,15 +255,14 @@ static int serial_alloc(struct keyfs_backend *b, kserial_t *out)
 	return 0;
 }
 
-static void key_free(struct mkey *k)
+void mem_key_free(struct mkey *k)
 {
 	free(k->desc);
 	free(k->parents);
 	free(k);
 }
 
-/* A new key of no one's, not yet in the table. */
-static struct mkey *key_alloc(const struct mkey_type *type, const char *desc)
+struct mkey *mem_key_alloc(const struct mkey_type *type, const char *desc)
 {
 	struct mkey *k = calloc(1, sizeof(*k));
 
@@ -321,11 +277,9 @@ static struct mkey *key_alloc(const struct mkey_type *type, const char *desc)
 	return k;
 }
 
-/* Enter a key in the table and its owner's accounts; the table and the
- * owner were reserved (table_reserve, user_get). */
-static void key_register(struct keyfs_backend *b, struct mkey *k)
+void mem_key_register(struct keyfs_backend *b, struct mkey *k)
 {
-	struct muser *u = user_find(b, k->uid);
+	struct muser *u = mem_user_find(b, k->uid);
 
 	table_insert(b, k);
 	u->nkeys++;
@@ -338,7 +292,7 @@ static void key_register(struct keyfs_backend *b, struct mkey *k)
 
 static void key_destroy(struct keyfs_backend *b, struct mkey *k)
 {
-	struct muser *u = user_find(b, k->uid);
+	struct muser *u = mem_user_find(b, k->uid);
 
 	k->type->destroy(b, k);
 	table_remove(b, k);
@@ -349,7 +303,7 @@ static void key_destroy(struct keyfs_backend *b, struct mkey *k)
 			u->qnkeys--;
 		u->qnbytes -= k->charged;
 	}
-	key_free(k);
+	mem_key_free(k);
 }
 
 void mem_key_unref(struct keyfs_backend *b, struct mkey *key)
@@ -361,9 +315,7 @@ void mem_key_unref(struct keyfs_backend *b, struct mkey *key)
 	b->dead = key;
 }
 
-/* Free every key nothing links or holds any more; a keyring freed drops
- * its links, which may free more (the list grows while we walk it). */
-static void reap(struct keyfs_backend *b)
+void mem_reap(struct keyfs_backend *b)
 {
 	struct mkey *k;
 
@@ -440,7 +392,7 @@ static void gc(struct keyfs_backend *b)
 			unlink_all(b, k);
 			mem_key_unref(b, k);
 		}
-	reap(b);
+	mem_reap(b);
 	b->gen++;
 }
 
@@ -549,17 +501,14 @@ void mem_begin(struct keyfs_backend *b)
 
 void mem_end(struct keyfs_backend *b)
 {
-	reap(b);
+	mem_reap(b);
 	b->gen++;	/* the graph may have changed: possession is stale */
 }
 
 void mem_end_read(struct keyfs_backend *b)
 {
-	reap(b);
+	mem_reap(b);
 }
-
-static int image_build(struct keyfs_backend *b, struct store_image *img);
-static int model_revert(struct keyfs_backend *b);
 
 int mem_commit(struct keyfs_backend *b)
 {
@@ -569,12 +518,12 @@ int mem_commit(struct keyfs_backend *b)
 	mem_end(b);
 	if (!b->store)
 		return 0;
-	ret = image_build(b, &img);
+	ret = mem_image_build(b, &img);
 	if (ret == 0)
 		ret = store_json_save(b->store, &img);
 	if (ret < 0) {
 		store_image_free(&img);
-		model_revert(b);
+		mem_model_revert(b);
 		return ret;
 	}
 	store_image_free(&b->snap);
@@ -599,13 +548,13 @@ static int special_new(struct keyfs_backend *b, const char *desc, uint32_t perm,
 	if (ret < 0)
 		return ret;
 	ret = -ENOMEM;
-	if (table_reserve(b) < 0 || user_get(b, b->uid, &u) < 0)
+	if (mem_table_reserve(b) < 0 || mem_user_get(b, b->uid, &u) < 0)
 		goto out;
 	ret = serial_alloc(b, &serial);
 	if (ret < 0)
 		goto out;
 	ret = -ENOMEM;
-	k = key_alloc(&mtype_keyring, desc);
+	k = mem_key_alloc(&mtype_keyring, desc);
 	if (!k)
 		goto out;
 	k->serial = serial;
@@ -616,7 +565,7 @@ static int special_new(struct keyfs_backend *b, const char *desc, uint32_t perm,
 	k->special = true;
 	k->mtime = k->ctime = now_ts();
 	mtype_keyring.instantiate(k, &prep);
-	key_register(b, k);
+	mem_key_register(b, k);
 	*out = k;
 	ret = 0;
 out:
@@ -750,7 +699,7 @@ int mem_lookup(struct keyfs_backend *b, const struct keyfs_cred *c,
 	} else if (id == 0) {
 		return -EINVAL;
 	} else {
-		k = key_get(b, id);
+		k = mem_key_get(b, id);
 		if (!k)
 			return -ENOKEY;
 	}
@@ -1059,13 +1008,13 @@ int mem_key_create(struct keyfs_backend *b, const struct keyfs_cred *c,
 			return ret;
 	}
 	ret = -ENOMEM;
-	if (table_reserve(b) < 0 || user_get(b, c->uid, &u) < 0)
+	if (mem_table_reserve(b) < 0 || mem_user_get(b, c->uid, &u) < 0)
 		goto out;
 	ret = serial_alloc(b, &serial);
 	if (ret < 0)
 		goto out;
 	ret = -ENOMEM;
-	k = key_alloc(type, desc);
+	k = mem_key_alloc(type, desc);
 	if (!k)
 		goto out;
 	k->serial = serial;
@@ -1083,7 +1032,7 @@ int mem_key_create(struct keyfs_backend *b, const struct keyfs_cred *c,
 		if (neg.ring)
 			type->instantiate(k, &neg);
 	}
-	key_register(b, k);
+	mem_key_register(b, k);
 	*out = k;
 	ret = 0;
 out:
@@ -1095,420 +1044,6 @@ out:
 const char *mem_callout_program(struct keyfs_backend *b)
 {
 	return b->request_key;
-}
-
-/* ---- the store image ---- */
-
-static int image_key(const struct mkey *k, struct store_key *sk)
-{
-	sk->serial = k->serial;
-	sk->uid = k->uid;
-	sk->gid = k->gid;
-	sk->perm = k->perm;
-	sk->state = k->negative ? KEY_STATE_NEGATIVE :
-		    k->revoked ? KEY_STATE_REVOKED : KEY_STATE_VALID;
-	sk->expiry = k->expiry;
-	sk->mtime = k->mtime;
-	sk->ctime = k->ctime;
-	sk->type = strdup(k->type->name);
-	sk->desc = strdup(k->desc);
-	if (!sk->type || !sk->desc)
-		return -ENOMEM;
-	if (k->len) {
-		sk->payload = malloc(k->len);
-		if (!sk->payload)
-			return -ENOMEM;
-		memcpy(sk->payload, k->payload, k->len);
-		sk->len = k->len;
-	}
-	if (!k->ring)
-		return 0;
-	sk->restricted = k->ring->restricted;
-	if (k->ring->restrict_type) {
-		sk->restrict_type = strdup(k->ring->restrict_type);
-		if (!sk->restrict_type)
-			return -ENOMEM;
-	}
-	if (k->ring->restriction) {
-		sk->restriction = strdup(k->ring->restriction);
-		if (!sk->restriction)
-			return -ENOMEM;
-	}
-	if (k->ring->nlinks) {
-		sk->links = malloc(k->ring->nlinks * sizeof(*sk->links));
-		if (!sk->links)
-			return -ENOMEM;
-		for (size_t i = 0; i < k->ring->nlinks; i++)
-			sk->links[i] = k->ring->links[i]->serial;
-		sk->nlinks = k->ring->nlinks;
-	}
-	return 0;
-}
-
-/* The whole model as an image, keys by serial.  The process keyring is
- * kept as an ordinary keyring: at the next start it is gone unless some
- * other keyring links it, as when the kernel's process exits. */
-static int image_build(struct keyfs_backend *b, struct store_image *img)
-{
-	struct mkey **keys;
-	int ret;
-
-	memset(img, 0, sizeof(*img));
-	ret = keys_sorted(b, &keys);
-	if (ret < 0)
-		return ret;
-	img->keys = calloc(b->nkeys ? b->nkeys : 1, sizeof(*img->keys));
-	if (!img->keys) {
-		ret = -ENOMEM;
-		goto out;
-	}
-	for (size_t i = 0; i < b->nkeys && ret == 0; i++) {
-		img->nkeys++;
-		ret = image_key(keys[i], &img->keys[i]);
-	}
-	img->next_serial = b->next_serial;
-	img->session = b->session ? b->session->serial : 0;
-	img->user = b->user ? b->user->serial : 0;
-	img->user_session = b->user_session ? b->user_session->serial : 0;
-	img->persistent = b->persistent ? b->persistent->serial : 0;
-out:
-	free(keys);
-	if (ret < 0)
-		store_image_free(img);
-	return ret;
-}
-
-static int load_fail(char *err, size_t errlen, const char *store,
-		     kserial_t serial, const char *fmt, ...)
-{
-	char what[160];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(what, sizeof(what), fmt, ap);
-	va_end(ap);
-	if (err && errlen)
-		snprintf(err, errlen, "keyfs: %s: key %" PRId32 ": %s",
-			 store, serial, what);
-	return -EINVAL;
-}
-
-/* One key of the image into the model (not linked yet). */
-static int load_key(struct keyfs_backend *b, const struct store_key *sk,
-		    char *err, size_t errlen)
-{
-	struct mkey_prep prep = { 0 };
-	const struct mkey_type *type = mtype_lookup(sk->type);
-	bool payload = sk->state == KEY_STATE_VALID ||
-		       sk->state == KEY_STATE_EXPIRED;
-	struct muser *u;
-	struct mkey *k;
-	int ret;
-
-	if (!type)
-		return load_fail(err, errlen, b->store, sk->serial,
-				 "unknown key type \"%s\"", sk->type);
-	if (!*sk->desc || (type->vet_description &&
-			   type->vet_description(sk->desc) < 0))
-		return load_fail(err, errlen, b->store, sk->serial,
-				 "bad description for type %s", sk->type);
-	if (sk->perm & ~PERM_VALID)
-		return load_fail(err, errlen, b->store, sk->serial,
-				 "bad perm 0x%08x", sk->perm);
-	if (sk->state == KEY_STATE_PENDING)
-		return load_fail(err, errlen, b->store, sk->serial,
-				 "pending keys are never stored");
-	if (key_get(b, sk->serial))
-		return load_fail(err, errlen, b->store, sk->serial,
-				 "serial used twice");
-	if (type == &mtype_keyring || payload) {
-		ret = type->preparse(&prep, sk->payload, sk->len);
-		if (ret == -ENOMEM)
-			return ret;
-		if (ret < 0)
-			return load_fail(err, errlen, b->store, sk->serial,
-					 "payload of %zu bytes is not valid for type %s",
-					 sk->len, sk->type);
-	} else if (sk->len) {
-		return load_fail(err, errlen, b->store, sk->serial,
-				 "a revoked or negative key has no payload");
-	}
-	ret = -ENOMEM;
-	if (table_reserve(b) < 0 || user_get(b, sk->uid, &u) < 0)
-		goto out;
-	k = key_alloc(type, sk->desc);
-	if (!k)
-		goto out;
-	k->serial = sk->serial;
-	k->uid = sk->uid;
-	k->gid = sk->gid;
-	k->perm = sk->perm;
-	k->revoked = sk->state == KEY_STATE_REVOKED;
-	k->negative = sk->state == KEY_STATE_NEGATIVE;
-	k->reject_error = ENOKEY;
-	k->expiry = (time_t)sk->expiry;
-	k->mtime = sk->mtime;
-	k->ctime = sk->ctime;
-	k->in_quota = true;	/* the held user keyrings are fixed later */
-	if (prep.data || prep.ring)
-		type->instantiate(k, &prep);
-	if (k->ring) {
-		k->ring->restricted = sk->restricted;
-		if (sk->restrict_type)
-			k->ring->restrict_type = strdup(sk->restrict_type);
-		if (sk->restriction)
-			k->ring->restriction = strdup(sk->restriction);
-		if ((sk->restrict_type && !k->ring->restrict_type) ||
-		    (sk->restriction && !k->ring->restriction)) {
-			type->destroy(b, k);
-			key_free(k);
-			goto out;
-		}
-	}
-	key_register(b, k);
-	ret = 0;
-out:
-	type->free_preparse(&prep);
-	return ret;
-}
-
-static bool image_has_invalidated(const struct store_image *img,
-				  kserial_t serial)
-{
-	for (size_t i = 0; i < img->nkeys; i++)
-		if (img->keys[i].serial == serial)
-			return img->keys[i].state == KEY_STATE_INVALIDATED;
-	return false;
-}
-
-static int load_links(struct keyfs_backend *b, const struct store_image *img,
-		      const struct store_key *sk, char *err, size_t errlen)
-{
-	struct mkey *k = key_get(b, sk->serial);
-
-	if (!k)		/* an invalidated key, not loaded */
-		return 0;
-	if (sk->nlinks && !k->ring)
-		return load_fail(err, errlen, b->store, sk->serial,
-				 "only keyrings link keys");
-	for (size_t i = 0; i < sk->nlinks; i++) {
-		struct mkey *ch = key_get(b, sk->links[i]);
-		int ret;
-
-		if (!ch && image_has_invalidated(img, sk->links[i]))
-			continue;
-		if (!ch || ch == k)
-			return load_fail(err, errlen, b->store, sk->serial,
-					 "bad link to %" PRId32, sk->links[i]);
-		if (mring_find(k, ch->type, ch->desc))
-			return load_fail(err, errlen, b->store, sk->serial,
-					 "links two keys of one type and description");
-		ret = mring_reserve(k, ch);
-		if (ret < 0)
-			return ret;
-		mring_link(k, ch);
-	}
-	return 0;
-}
-
-static int load_special(struct keyfs_backend *b, kserial_t serial,
-			bool in_quota, struct mkey **out, char *err,
-			size_t errlen)
-{
-	struct mkey *k;
-
-	if (!serial)
-		return 0;
-	k = key_get(b, serial);
-	if (!k || !is_keyring(k))
-		return load_fail(err, errlen, b->store, serial,
-				 "a special keyring is missing or not a keyring");
-	k->special = true;
-	if (k->in_quota != in_quota) {
-		struct muser *u = user_find(b, k->uid);
-
-		k->in_quota = in_quota;
-		u->qnkeys += in_quota ? 1 : -1;
-	}
-	*out = k;
-	return 0;
-}
-
-/* Keyrings must form no cycle (Kahn's algorithm: every key is peeled off
- * once nothing unpeeled links it), else gc and the walks would loop. */
-static int load_check_acyclic(struct keyfs_backend *b, char *err,
-			      size_t errlen)
-{
-	struct mkey **keys, **queue;
-	size_t *indeg, head = 0, tail = 0;
-	int ret = keys_sorted(b, &keys);
-
-	if (ret < 0)
-		return ret;
-	queue = malloc((b->nkeys ? b->nkeys : 1) * sizeof(*queue));
-	indeg = malloc((b->nkeys ? b->nkeys : 1) * sizeof(*indeg));
-	if (!queue || !indeg) {
-		ret = -ENOMEM;
-		goto out;
-	}
-	for (size_t i = 0; i < b->nkeys; i++) {
-		keys[i]->walk_depth = (int)i;	/* borrowed as an index */
-		indeg[i] = keys[i]->nparents;
-		if (!indeg[i])
-			queue[tail++] = keys[i];
-	}
-	while (head < tail) {
-		struct mkey *k = queue[head++];
-
-		for (size_t i = 0; k->ring && i < k->ring->nlinks; i++) {
-			struct mkey *ch = k->ring->links[i];
-
-			if (--indeg[ch->walk_depth] == 0)
-				queue[tail++] = ch;
-		}
-	}
-	if (tail < b->nkeys)
-		ret = load_fail(err, errlen, b->store, 0,
-				"keyrings link each other in a cycle");
-out:
-	for (size_t i = 0; i < b->nkeys; i++)
-		keys[i]->walk_depth = 0;
-	free(indeg);
-	free(queue);
-	free(keys);
-	return ret;
-}
-
-static void model_free(struct keyfs_backend *b)
-{
-	for (size_t i = 0; i < b->tcap; i++)
-		for (struct mkey *k = b->table[i], *next; k; k = next) {
-			next = k->hnext;
-			/* No reaping: every key goes, in any order. */
-			if (k->ring) {
-				k->ring->nlinks = 0;
-				mring_free(k->ring);
-				k->ring = NULL;
-			}
-			k->type->destroy(b, k);
-			key_free(k);
-		}
-	free(b->table);
-	free(b->users);
-	b->table = NULL;
-	b->tcap = b->nkeys = 0;
-	b->users = NULL;
-	b->nusers = b->ucap = 0;
-	b->session = b->user = b->user_session = NULL;
-	b->process = b->persistent = NULL;
-	b->dead = NULL;
-	b->gc_next = 0;
-}
-
-/* Build the model from img into b (empty); process names the keyring to
- * hold as the process keyring (when undoing a failed save), or 0. */
-static int model_load(struct keyfs_backend *b, const struct store_image *img,
-		      kserial_t process, char *err, size_t errlen)
-{
-	kserial_t maxserial = 0;
-	int ret = 0;
-
-	for (size_t i = 0; i < img->nkeys && ret == 0; i++) {
-		const struct store_key *sk = &img->keys[i];
-
-		if (sk->serial <= 0)
-			ret = load_fail(err, errlen, b->store, sk->serial,
-					"serial is not positive");
-		else if (sk->state != KEY_STATE_INVALIDATED)
-			ret = load_key(b, sk, err, errlen);
-		if (sk->serial > maxserial)
-			maxserial = sk->serial;
-	}
-	for (size_t i = 0; i < img->nkeys && ret == 0; i++)
-		ret = load_links(b, img, &img->keys[i], err, errlen);
-	if (ret == 0)
-		ret = load_special(b, img->session, true, &b->session, err, errlen);
-	if (ret == 0)
-		ret = load_special(b, img->user, false, &b->user, err, errlen);
-	if (ret == 0)
-		ret = load_special(b, img->user_session, false,
-				   &b->user_session, err, errlen);
-	if (ret == 0)
-		ret = load_special(b, img->persistent, false, &b->persistent,
-				   err, errlen);
-	if (ret == 0 && process)
-		ret = load_special(b, process, true, &b->process, err, errlen);
-	if (ret == 0)
-		ret = load_check_acyclic(b, err, errlen);
-	if (ret < 0)
-		return ret;
-	b->next_serial = img->next_serial > maxserial ? img->next_serial :
-			 maxserial + 1;
-	if (b->next_serial < MEM_FIRST_SERIAL && img->nkeys == 0)
-		b->next_serial = MEM_FIRST_SERIAL;
-	/* Keyring payloads are their links; then let the unreferenced go. */
-	for (size_t i = 0; i < b->tcap; i++)
-		for (struct mkey *k = b->table[i]; k; k = k->hnext) {
-			if (k->ring)
-				k->datalen = k->ring->nlinks * MEM_LINK_BYTES;
-			mem_charge_sync(b, k);
-		}
-	for (size_t i = 0; i < b->tcap; i++)
-		for (struct mkey *k = b->table[i]; k; k = k->hnext)
-			mem_key_unref(b, k);
-	reap(b);
-	return 0;
-}
-
-/* Swap the models of a and c (the config stays). */
-static void model_swap(struct keyfs_backend *a, struct keyfs_backend *c)
-{
-	struct keyfs_backend t = *a;
-
-#define SWAP(f) do { a->f = c->f; c->f = t.f; } while (0)
-	SWAP(table);
-	SWAP(tcap);
-	SWAP(nkeys);
-	SWAP(next_serial);
-	SWAP(session);
-	SWAP(user);
-	SWAP(user_session);
-	SWAP(process);
-	SWAP(persistent);
-	SWAP(users);
-	SWAP(nusers);
-	SWAP(ucap);
-	SWAP(gc_next);
-	SWAP(dead);
-#undef SWAP
-}
-
-/* Go back to what the store holds, after a failed save.  Serials stay
- * unused.  Out of memory, the model stays as it is (ahead of the store). */
-static int model_revert(struct keyfs_backend *b)
-{
-	struct keyfs_backend tmp = *b;
-	kserial_t next = b->next_serial;
-	int ret;
-
-	tmp.table = NULL;
-	tmp.tcap = tmp.nkeys = 0;
-	tmp.users = NULL;
-	tmp.nusers = tmp.ucap = 0;
-	tmp.session = tmp.user = tmp.user_session = NULL;
-	tmp.process = tmp.persistent = NULL;
-	tmp.dead = NULL;
-	tmp.gc_next = 0;
-	ret = model_load(&tmp, &b->snap,
-			 b->process ? b->process->serial : 0, NULL, 0);
-	if (ret == 0) {
-		model_swap(b, &tmp);
-		if (b->next_serial < next)
-			b->next_serial = next;
-	}
-	model_free(&tmp);
-	b->gen++;
-	return ret;
 }
 
 /* ---- the operations ---- */
@@ -1537,7 +1072,7 @@ static int mem_init(struct keyfs_backend **bp, const struct backend_config *cfg,
 	if (b->store) {
 		ret = store_json_load(b->store, &img, err, errlen);
 		if (ret == 0)
-			ret = model_load(b, &img, 0, err, errlen);
+			ret = mem_model_load(b, &img, 0, err, errlen);
 		store_image_free(&img);
 		if (ret < 0)
 			goto fail;
@@ -1546,9 +1081,9 @@ static int mem_init(struct keyfs_backend **bp, const struct backend_config *cfg,
 	if (ret < 0)
 		goto fail;
 	gc(b);
-	reap(b);
+	mem_reap(b);
 	if (b->store) {
-		ret = image_build(b, &b->snap);
+		ret = mem_image_build(b, &b->snap);
 		if (ret == 0 && created)
 			ret = store_json_save(b->store, &b->snap);
 		if (ret < 0) {
@@ -1564,7 +1099,7 @@ fail:
 		snprintf(err, errlen, "keyfs: memory backend: %s",
 			 strerror(-ret));
 	store_image_free(&b->snap);
-	model_free(b);
+	mem_model_free(b);
 	free(b);
 	return ret;
 }
@@ -1574,7 +1109,7 @@ static void mem_destroy(struct keyfs_backend *b)
 	if (!b)
 		return;
 	store_image_free(&b->snap);
-	model_free(b);
+	mem_model_free(b);
 	free(b);
 }
 
@@ -1781,12 +1316,12 @@ out:
 	return ret;
 }
 
-static int viewable_keys(struct keyfs_backend *b, const struct keyfs_cred *c,
-			 struct mkey ***out_alloc, size_t *n)
+int mem_viewable_keys(struct keyfs_backend *b, const struct keyfs_cred *c,
+		      struct mkey ***out_alloc, size_t *n)
 {
 	struct mkey **keys;
 	size_t m = 0;
-	int ret = keys_sorted(b, &keys);
+	int ret = mem_keys_sorted(b, &keys);
 
 	if (ret < 0)
 		return ret;
@@ -1807,7 +1342,7 @@ static int mem_list_all(struct keyfs_backend *b, const struct keyfs_cred *c,
 	int ret;
 
 	mem_begin(b);
-	ret = viewable_keys(b, c, &keys, &m);
+	ret = mem_viewable_keys(b, c, &keys, &m);
 	if (ret < 0)
 		goto out;
 	if (m) {
@@ -2136,7 +1671,7 @@ static int mem_setperm(struct keyfs_backend *b, const struct keyfs_cred *c,
 	struct mkey *k;
 	int ret;
 
-	if (perm & ~PERM_VALID)
+	if (perm & ~MEM_PERM_VALID)
 		return -EINVAL;
 	mem_begin(b);
 	ret = mem_lookup(b, c, key, MEM_LOOKUP_CREATE | MEM_LOOKUP_PARTIAL,
@@ -2179,10 +1714,10 @@ static int mem_chown(struct keyfs_backend *b, const struct keyfs_cred *c,
 		if (k->in_quota)
 			ret = quota_room(b, uid, 1, (long)k->charged);
 		if (ret == 0)
-			ret = user_get(b, uid, &to);
+			ret = mem_user_get(b, uid, &to);
 		if (ret < 0)
 			goto out;
-		from = user_find(b, k->uid);
+		from = mem_user_find(b, k->uid);
 		from->nkeys--;
 		from->nikeys--;
 		to->nkeys++;
@@ -2270,184 +1805,6 @@ static int mem_security(struct keyfs_backend *b, const struct keyfs_cred *c,
 	return *label_alloc ? 0 : -ENOMEM;
 }
 
-/* ---- text outputs ---- */
-
-struct text {
-	char *p;
-	size_t len, cap;
-	int err;
-};
-
-static void text_printf(struct text *t, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-
-static void text_printf(struct text *t, const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-
-	if (t->err)
-		return;
-	for (;;) {
-		va_start(ap, fmt);
-		n = vsnprintf(t->p ? t->p + t->len : NULL,
-			      t->p ? t->cap - t->len : 0, fmt, ap);
-		va_end(ap);
-		if (n < 0) {
-			t->err = -EINVAL;
-			return;
-		}
-		if (t->p && t->len + (size_t)n < t->cap) {
-			t->len += (size_t)n;
-			return;
-		}
-		size_t cap = t->cap ? t->cap : 1024;
-		while (cap <= t->len + (size_t)n)
-			cap *= 2;
-		char *np = realloc(t->p, cap);
-		if (!np) {
-			t->err = -ENOMEM;
-			return;
-		}
-		t->p = np;
-		t->cap = cap;
-	}
-}
-
-static int text_finish(struct text *t, char **text_alloc)
-{
-	if (!t->err && !t->p)
-		text_printf(t, "%s", "");
-	if (t->err) {
-		free(t->p);
-		return t->err;
-	}
-	*text_alloc = t->p;
-	return 0;
-}
-
-/* proc_keys_show()'s timeout column. */
-static void timeout_str(const struct mkey *k, time_t now, char *buf, size_t len)
-{
-	time_t t;
-
-	if (!k->expiry) {
-		snprintf(buf, len, "perm");
-		return;
-	}
-	if (now >= k->expiry) {
-		snprintf(buf, len, "expd");
-		return;
-	}
-	t = k->expiry - now;
-	if (t < 60)
-		snprintf(buf, len, "%llds", (long long)t);
-	else if (t < 60 * 60)
-		snprintf(buf, len, "%lldm", (long long)(t / 60));
-	else if (t < 60 * 60 * 24)
-		snprintf(buf, len, "%lldh", (long long)(t / (60 * 60)));
-	else if (t < 60 * 60 * 24 * 7)
-		snprintf(buf, len, "%lldd", (long long)(t / (60 * 60 * 24)));
-	else
-		snprintf(buf, len, "%lldw", (long long)(t / (60 * 60 * 24 * 7)));
-}
-
-static int mem_proc_keys(struct keyfs_backend *b, const struct keyfs_cred *c,
-			 char **text_alloc)
-{
-	struct text t = { 0 };
-	time_t now = time(NULL);
-	struct mkey **keys;
-	char *summary;
-	size_t n;
-	int ret;
-
-	summary = malloc(KEYFS_DESC_MAX + 64);
-	if (!summary)
-		return -ENOMEM;
-	mem_begin(b);
-	ret = viewable_keys(b, c, &keys, &n);
-	if (ret < 0)
-		goto out;
-	for (size_t i = 0; i < n; i++) {
-		struct mkey *k = keys[i];
-		char timeo[32];
-		int usage = (int)k->nparents + (k->special ? 1 : 0);
-
-		timeout_str(k, now, timeo, sizeof(timeo));
-		k->type->describe(k, summary, KEYFS_DESC_MAX + 64);
-		text_printf(&t, "%08x %c%c%c%c%c%c%c %5d %4s %08x %5d %5d %-9.9s %s\n",
-			    (unsigned)k->serial, 'I', k->revoked ? 'R' : '-',
-			    '-', k->in_quota ? 'Q' : '-', '-',
-			    k->negative ? 'N' : '-', '-', usage ? usage : 1,
-			    timeo, (unsigned)k->perm, (int)k->uid, (int)k->gid,
-			    k->type->name, summary);
-	}
-	free(keys);
-	ret = text_finish(&t, text_alloc);
-out:
-	mem_end_read(b);
-	free(summary);
-	return ret;
-}
-
-static int cmp_user(const void *x, const void *y)
-{
-	const struct muser *a = x, *c = y;
-
-	return (a->uid > c->uid) - (a->uid < c->uid);
-}
-
-/* /proc/key-users: every owner of keys, as the kernel lists them all. */
-static int mem_proc_key_users(struct keyfs_backend *b,
-			      const struct keyfs_cred *c, char **text_alloc)
-{
-	struct text t = { 0 };
-	struct muser *v;
-	size_t n = 0;
-
-	(void)c;
-	mem_begin(b);
-	mem_end_read(b);
-	v = malloc((b->nusers ? b->nusers : 1) * sizeof(*v));
-	if (!v)
-		return -ENOMEM;
-	for (size_t i = 0; i < b->nusers; i++)
-		if (b->users[i].nkeys)
-			v[n++] = b->users[i];
-	qsort(v, n, sizeof(*v), cmp_user);
-	for (size_t i = 0; i < n; i++) {
-		unsigned long maxkeys, maxbytes;
-
-		quota_limits(b, v[i].uid, &maxkeys, &maxbytes);
-		text_printf(&t, "%5u: %5lu %lu/%lu %lu/%lu %lu/%lu\n",
-			    (unsigned)v[i].uid, v[i].nkeys + 1, v[i].nkeys,
-			    v[i].nikeys, v[i].qnkeys, maxkeys, v[i].qnbytes,
-			    maxbytes);
-	}
-	free(v);
-	return text_finish(&t, text_alloc);
-}
-
-static int mem_supports(struct keyfs_backend *b, char **text_alloc)
-{
-	struct text t = { 0 };
-
-	(void)b;
-	text_printf(&t, "have_capabilities=1\n"
-			"have_persistent_keyrings=1\n"
-			"have_dh_compute=0\n"
-			"have_public_key=0\n"
-			"have_big_key_type=1\n"
-			"have_key_invalidate=1\n"
-			"have_restrict_keyring=1\n"
-			"have_move_key=1\n"
-			"have_ns_keyring_name=0\n"
-			"have_ns_key_tag=0\n"
-			"have_notify=0\n");
-	return text_finish(&t, text_alloc);
-}
-
 static int mem_quota(struct keyfs_backend *b, const struct keyfs_cred *c,
 		     struct key_quota *q)
 {
@@ -2455,10 +1812,10 @@ static int mem_quota(struct keyfs_backend *b, const struct keyfs_cred *c,
 
 	mem_begin(b);
 	mem_end(b);
-	u = user_find(b, c->uid);
+	u = mem_user_find(b, c->uid);
 	q->keys = u ? u->qnkeys : 0;
 	q->bytes = u ? u->qnbytes : 0;
-	quota_limits(b, c->uid, &q->maxkeys, &q->maxbytes);
+	mem_quota_limits(b, c->uid, &q->maxkeys, &q->maxbytes);
 	return 0;
 }
 

@@ -1,0 +1,414 @@
+/* memory-image.c: the memory model to and from store=FILE's image, and back to it after a failed save. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "memory.h"
+
+static int image_key(const struct mkey *k, struct store_key *sk)
+{
+	sk->serial = k->serial;
+	sk->uid = k->uid;
+	sk->gid = k->gid;
+	sk->perm = k->perm;
+	sk->state = k->negative ? KEY_STATE_NEGATIVE :
+		    k->revoked ? KEY_STATE_REVOKED : KEY_STATE_VALID;
+	sk->expiry = k->expiry;
+	sk->mtime = k->mtime;
+	sk->ctime = k->ctime;
+	sk->type = strdup(k->type->name);
+	sk->desc = strdup(k->desc);
+	if (!sk->type || !sk->desc)
+		return -ENOMEM;
+	if (k->len) {
+		sk->payload = malloc(k->len);
+		if (!sk->payload)
+			return -ENOMEM;
+		memcpy(sk->payload, k->payload, k->len);
+		sk->len = k->len;
+	}
+	if (!k->ring)
+		return 0;
+	sk->restricted = k->ring->restricted;
+	if (k->ring->restrict_type) {
+		sk->restrict_type = strdup(k->ring->restrict_type);
+		if (!sk->restrict_type)
+			return -ENOMEM;
+	}
+	if (k->ring->restriction) {
+		sk->restriction = strdup(k->ring->restriction);
+		if (!sk->restriction)
+			return -ENOMEM;
+	}
+	if (k->ring->nlinks) {
+		sk->links = malloc(k->ring->nlinks * sizeof(*sk->links));
+		if (!sk->links)
+			return -ENOMEM;
+		for (size_t i = 0; i < k->ring->nlinks; i++)
+			sk->links[i] = k->ring->links[i]->serial;
+		sk->nlinks = k->ring->nlinks;
+	}
+	return 0;
+}
+
+int mem_image_build(struct keyfs_backend *b, struct store_image *img)
+{
+	struct mkey **keys;
+	int ret;
+
+	memset(img, 0, sizeof(*img));
+	ret = mem_keys_sorted(b, &keys);
+	if (ret < 0)
+		return ret;
+	img->keys = calloc(b->nkeys ? b->nkeys : 1, sizeof(*img->keys));
+	if (!img->keys) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < b->nkeys && ret == 0; i++) {
+		img->nkeys++;
+		ret = image_key(keys[i], &img->keys[i]);
+	}
+	img->next_serial = b->next_serial;
+	img->session = b->session ? b->session->serial : 0;
+	img->user = b->user ? b->user->serial : 0;
+	img->user_session = b->user_session ? b->user_session->serial : 0;
+	img->persistent = b->persistent ? b->persistent->serial : 0;
+out:
+	free(keys);
+	if (ret < 0)
+		store_image_free(img);
+	return ret;
+}
+
+static int load_fail(char *err, size_t errlen, const char *store,
+		     kserial_t serial, const char *fmt, ...)
+{
+	char what[160];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof(what), fmt, ap);
+	va_end(ap);
+	if (err && errlen)
+		snprintf(err, errlen, "keyfs: %s: key %" PRId32 ": %s",
+			 store, serial, what);
+	return -EINVAL;
+}
+
+/* One key of the image into the model (not linked yet). */
+static int load_key(struct keyfs_backend *b, const struct store_key *sk,
+		    char *err, size_t errlen)
+{
+	struct mkey_prep prep = { 0 };
+	const struct mkey_type *type = mtype_lookup(sk->type);
+	bool payload = sk->state == KEY_STATE_VALID ||
+		       sk->state == KEY_STATE_EXPIRED;
+	struct muser *u;
+	struct mkey *k;
+	int ret;
+
+	if (!type)
+		return load_fail(err, errlen, b->store, sk->serial,
+				 "unknown key type \"%s\"", sk->type);
+	if (!*sk->desc || (type->vet_description &&
+			   type->vet_description(sk->desc) < 0))
+		return load_fail(err, errlen, b->store, sk->serial,
+				 "bad description for type %s", sk->type);
+	if (sk->perm & ~MEM_PERM_VALID)
+		return load_fail(err, errlen, b->store, sk->serial,
+				 "bad perm 0x%08x", sk->perm);
+	if (sk->state == KEY_STATE_PENDING)
+		return load_fail(err, errlen, b->store, sk->serial,
+				 "pending keys are never stored");
+	if (mem_key_get(b, sk->serial))
+		return load_fail(err, errlen, b->store, sk->serial,
+				 "serial used twice");
+	if (type == &mtype_keyring || payload) {
+		ret = type->preparse(&prep, sk->payload, sk->len);
+		if (ret == -ENOMEM)
+			return ret;
+		if (ret < 0)
+			return load_fail(err, errlen, b->store, sk->serial,
+					 "payload of %zu bytes is not valid for type %s",
+					 sk->len, sk->type);
+	} else if (sk->len) {
+		return load_fail(err, errlen, b->store, sk->serial,
+				 "a revoked or negative key has no payload");
+	}
+	ret = -ENOMEM;
+	if (mem_table_reserve(b) < 0 || mem_user_get(b, sk->uid, &u) < 0)
+		goto out;
+	k = mem_key_alloc(type, sk->desc);
+	if (!k)
+		goto out;
+	k->serial = sk->serial;
+	k->uid = sk->uid;
+	k->gid = sk->gid;
+	k->perm = sk->perm;
+	k->revoked = sk->state == KEY_STATE_REVOKED;
+	k->negative = sk->state == KEY_STATE_NEGATIVE;
+	k->reject_error = ENOKEY;
+	k->expiry = (time_t)sk->expiry;
+	k->mtime = sk->mtime;
+	k->ctime = sk->ctime;
+	k->in_quota = true;	/* the held user keyrings are fixed later */
+	if (prep.data || prep.ring)
+		type->instantiate(k, &prep);
+	if (k->ring) {
+		k->ring->restricted = sk->restricted;
+		if (sk->restrict_type)
+			k->ring->restrict_type = strdup(sk->restrict_type);
+		if (sk->restriction)
+			k->ring->restriction = strdup(sk->restriction);
+		if ((sk->restrict_type && !k->ring->restrict_type) ||
+		    (sk->restriction && !k->ring->restriction)) {
+			type->destroy(b, k);
+			mem_key_free(k);
+			goto out;
+		}
+	}
+	mem_key_register(b, k);
+	ret = 0;
+out:
+	type->free_preparse(&prep);
+	return ret;
+}
+
+static bool image_has_invalidated(const struct store_image *img,
+				  kserial_t serial)
+{
+	for (size_t i = 0; i < img->nkeys; i++)
+		if (img->keys[i].serial == serial)
+			return img->keys[i].state == KEY_STATE_INVALIDATED;
+	return false;
+}
+
+static int load_links(struct keyfs_backend *b, const struct store_image *img,
+		      const struct store_key *sk, char *err, size_t errlen)
+{
+	struct mkey *k = mem_key_get(b, sk->serial);
+
+	if (!k)		/* an invalidated key, not loaded */
+		return 0;
+	if (sk->nlinks && !k->ring)
+		return load_fail(err, errlen, b->store, sk->serial,
+				 "only keyrings link keys");
+	for (size_t i = 0; i < sk->nlinks; i++) {
+		struct mkey *ch = mem_key_get(b, sk->links[i]);
+		int ret;
+
+		if (!ch && image_has_invalidated(img, sk->links[i]))
+			continue;
+		if (!ch || ch == k)
+			return load_fail(err, errlen, b->store, sk->serial,
+					 "bad link to %" PRId32, sk->links[i]);
+		if (mring_find(k, ch->type, ch->desc))
+			return load_fail(err, errlen, b->store, sk->serial,
+					 "links two keys of one type and description");
+		ret = mring_reserve(k, ch);
+		if (ret < 0)
+			return ret;
+		mring_link(k, ch);
+	}
+	return 0;
+}
+
+static int load_special(struct keyfs_backend *b, kserial_t serial,
+			bool in_quota, struct mkey **out, char *err,
+			size_t errlen)
+{
+	struct mkey *k;
+
+	if (!serial)
+		return 0;
+	k = mem_key_get(b, serial);
+	if (!k || k->type != &mtype_keyring)
+		return load_fail(err, errlen, b->store, serial,
+				 "a special keyring is missing or not a keyring");
+	k->special = true;
+	if (k->in_quota != in_quota) {
+		struct muser *u = mem_user_find(b, k->uid);
+
+		k->in_quota = in_quota;
+		u->qnkeys += in_quota ? 1 : -1;
+	}
+	*out = k;
+	return 0;
+}
+
+/* Keyrings must form no cycle (Kahn's algorithm: every key is peeled off
+ * once nothing unpeeled links it), else gc and the walks would loop. */
+static int load_check_acyclic(struct keyfs_backend *b, char *err,
+			      size_t errlen)
+{
+	struct mkey **keys, **queue;
+	size_t *indeg, head = 0, tail = 0;
+	int ret = mem_keys_sorted(b, &keys);
+
+	if (ret < 0)
+		return ret;
+	queue = malloc((b->nkeys ? b->nkeys : 1) * sizeof(*queue));
+	indeg = malloc((b->nkeys ? b->nkeys : 1) * sizeof(*indeg));
+	if (!queue || !indeg) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < b->nkeys; i++) {
+		keys[i]->walk_depth = (int)i;	/* borrowed as an index */
+		indeg[i] = keys[i]->nparents;
+		if (!indeg[i])
+			queue[tail++] = keys[i];
+	}
+	while (head < tail) {
+		struct mkey *k = queue[head++];
+
+		for (size_t i = 0; k->ring && i < k->ring->nlinks; i++) {
+			struct mkey *ch = k->ring->links[i];
+
+			if (--indeg[ch->walk_depth] == 0)
+				queue[tail++] = ch;
+		}
+	}
+	if (tail < b->nkeys)
+		ret = load_fail(err, errlen, b->store, 0,
+				"keyrings link each other in a cycle");
+out:
+	for (size_t i = 0; i < b->nkeys; i++)
+		keys[i]->walk_depth = 0;
+	free(indeg);
+	free(queue);
+	free(keys);
+	return ret;
+}
+
+void mem_model_free(struct keyfs_backend *b)
+{
+	for (size_t i = 0; i < b->tcap; i++)
+		for (struct mkey *k = b->table[i], *next; k; k = next) {
+			next = k->hnext;
+			/* No reaping: every key goes, in any order. */
+			if (k->ring) {
+				k->ring->nlinks = 0;
+				mring_free(k->ring);
+				k->ring = NULL;
+			}
+			k->type->destroy(b, k);
+			mem_key_free(k);
+		}
+	free(b->table);
+	free(b->users);
+	b->table = NULL;
+	b->tcap = b->nkeys = 0;
+	b->users = NULL;
+	b->nusers = b->ucap = 0;
+	b->session = b->user = b->user_session = NULL;
+	b->process = b->persistent = NULL;
+	b->dead = NULL;
+	b->gc_next = 0;
+}
+
+int mem_model_load(struct keyfs_backend *b, const struct store_image *img,
+		   kserial_t process, char *err, size_t errlen)
+{
+	kserial_t maxserial = 0;
+	int ret = 0;
+
+	for (size_t i = 0; i < img->nkeys && ret == 0; i++) {
+		const struct store_key *sk = &img->keys[i];
+
+		if (sk->serial <= 0)
+			ret = load_fail(err, errlen, b->store, sk->serial,
+					"serial is not positive");
+		else if (sk->state != KEY_STATE_INVALIDATED)
+			ret = load_key(b, sk, err, errlen);
+		if (sk->serial > maxserial)
+			maxserial = sk->serial;
+	}
+	for (size_t i = 0; i < img->nkeys && ret == 0; i++)
+		ret = load_links(b, img, &img->keys[i], err, errlen);
+	if (ret == 0)
+		ret = load_special(b, img->session, true, &b->session, err, errlen);
+	if (ret == 0)
+		ret = load_special(b, img->user, false, &b->user, err, errlen);
+	if (ret == 0)
+		ret = load_special(b, img->user_session, false,
+				   &b->user_session, err, errlen);
+	if (ret == 0)
+		ret = load_special(b, img->persistent, false, &b->persistent,
+				   err, errlen);
+	if (ret == 0 && process)
+		ret = load_special(b, process, true, &b->process, err, errlen);
+	if (ret == 0)
+		ret = load_check_acyclic(b, err, errlen);
+	if (ret < 0)
+		return ret;
+	b->next_serial = img->next_serial > maxserial ? img->next_serial :
+			 maxserial + 1;
+	if (b->next_serial < MEM_FIRST_SERIAL && img->nkeys == 0)
+		b->next_serial = MEM_FIRST_SERIAL;
+	/* Keyring payloads are their links; then let the unreferenced go. */
+	for (size_t i = 0; i < b->tcap; i++)
+		for (struct mkey *k = b->table[i]; k; k = k->hnext) {
+			if (k->ring)
+				k->datalen = k->ring->nlinks * MEM_LINK_BYTES;
+			mem_charge_sync(b, k);
+		}
+	for (size_t i = 0; i < b->tcap; i++)
+		for (struct mkey *k = b->table[i]; k; k = k->hnext)
+			mem_key_unref(b, k);
+	mem_reap(b);
+	return 0;
+}
+
+/* Swap the models of a and c (the config stays). */
+static void model_swap(struct keyfs_backend *a, struct keyfs_backend *c)
+{
+	struct keyfs_backend t = *a;
+
+#define SWAP(f) do { a->f = c->f; c->f = t.f; } while (0)
+	SWAP(table);
+	SWAP(tcap);
+	SWAP(nkeys);
+	SWAP(next_serial);
+	SWAP(session);
+	SWAP(user);
+	SWAP(user_session);
+	SWAP(process);
+	SWAP(persistent);
+	SWAP(users);
+	SWAP(nusers);
+	SWAP(ucap);
+	SWAP(gc_next);
+	SWAP(dead);
+#undef SWAP
+}
+
+int mem_model_revert(struct keyfs_backend *b)
+{
+	struct keyfs_backend tmp = *b;
+	kserial_t next = b->next_serial;
+	int ret;
+
+	tmp.table = NULL;
+	tmp.tcap = tmp.nkeys = 0;
+	tmp.users = NULL;
+	tmp.nusers = tmp.ucap = 0;
+	tmp.session = tmp.user = tmp.user_session = NULL;
+	tmp.process = tmp.persistent = NULL;
+	tmp.dead = NULL;
+	tmp.gc_next = 0;
+	ret = mem_model_load(&tmp, &b->snap,
+			 b->process ? b->process->serial : 0, NULL, 0);
+	if (ret == 0) {
+		model_swap(b, &tmp);
+		if (b->next_serial < next)
+			b->next_serial = next;
+	}
+	mem_model_free(&tmp);
+	b->gen++;
+	return ret;
+}
