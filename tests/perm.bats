@@ -248,3 +248,24 @@ newkey()
 	assert_output EACCES
 	assert_equal "$(xget state "$MNT/session/k")" valid
 }
+
+@test "a second user past its key quota gets EDQUOT; what it made is its own" {
+	need_u2
+	mkdir "$MNT/session/drop"
+	local ring got i
+	ring=$(ino "$MNT/session/drop")
+	xset perm 0x3f3f000d "$MNT/session/drop"	# other: view, write, search
+	run as2_errno write "$MNT/by-id/$ring/first" kept
+	assert_output OK
+	assert_equal "$(stat -c %u:%g "$MNT/session/drop/first")" "$U2UID:$U2GID"
+	# 20,000 bytes is the kernel's default quota for a uid other than root
+	for ((i = 0; i < 40; i++)); do
+		got=$(as2_errno writesize "$MNT/by-id/$ring/k$i" 2000)
+		[[ $got == OK ]] || break
+	done
+	assert_equal "$got" EDQUOT
+	assert_equal "$(cat "$MNT/session/drop/first")" kept
+	# the mounter (root) is not charged for it and may still add
+	echo -n mine >"$MNT/session/drop/root-key"
+	assert_equal "$(cat "$MNT/session/drop/root-key")" mine
+}
