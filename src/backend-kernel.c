@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/fsuid.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -272,6 +273,136 @@ static int caller_begin(struct keyfs_backend *b, const struct keyfs_cred *c,
 	}
 	*switched = true;
 	return 0;
+}
+
+/* ---- acting without keyfs's possession ---- */
+
+/*
+ * keyfs's thread, process and session keyrings make it a possessor of
+ * every key it reaches from them, and setfsuid does not change that: a
+ * keyctl call made for another user would grant that user the possessor
+ * bits (SPEC 5: only the mounter possesses).  Where the kernel itself must
+ * choose the key a call acts on (the key a search finds, the key add_key
+ * updates), keyfs cannot check that key first, so the call runs in a child
+ * process that holds none of keyfs's keyrings: a fork keeps neither the
+ * thread nor the process keyring, the child joins a new, empty session
+ * keyring and takes the caller's ids, and the kernel then checks the
+ * caller alone, on the key it acts on, before it changes anything.
+ */
+enum stranger_op {
+	ST_ADD,		/* add_key(type, desc, payload, len, ring) */
+	ST_REQUEST,	/* search tops; link what is found into ring; else
+			 * with a callout, request_key(2) into ring */
+};
+
+#define ST_TOPS	3	/* keyfs's thread, process and session keyrings */
+
+struct stranger {
+	enum stranger_op op;
+	const char *type, *desc, *callout;
+	const void *payload;
+	size_t len;
+	kserial_t ring;
+	kserial_t tops[ST_TOPS];	/* 0: none */
+};
+
+struct stranger_result {
+	long ret;	/* a serial, or -errno */
+};
+
+/* In the child: keyctl_search() on each of keyfs's keyrings in the order
+ * request_key(2) searches them.  "No key" wins over other errors, as in
+ * search_process_keyrings_rcu(). */
+static long stranger_search(const struct stranger *st)
+{
+	long r, err = 0;
+	bool none = false;
+
+	for (int i = 0; i < ST_TOPS; i++) {
+		if (!st->tops[i])
+			continue;
+		r = keyctl_search(st->tops[i], st->type, st->desc, 0);
+		if (r >= 0)
+			return r;
+		if (errno == ENOKEY || errno == EAGAIN)
+			none = true;
+		else
+			err = -errno;
+	}
+	return none || !err ? -ENOKEY : err;
+}
+
+/* In the child, after the switch: the one call.  Only system calls. */
+static long stranger_run(const struct stranger *st)
+{
+	long r;
+
+	switch (st->op) {
+	case ST_ADD:
+		r = add_key(st->type, st->desc, st->payload, st->len,
+			    st->ring);
+		return r < 0 ? -errno : r;
+	case ST_REQUEST:
+		r = stranger_search(st);
+		if (r >= 0 && st->ring && keyctl_link(r, st->ring) < 0)
+			return -errno;
+		if (r != -ENOKEY || !st->callout)
+			return r;
+		r = request_key(st->type, st->desc, st->callout, st->ring);
+		return r < 0 ? -errno : r;
+	}
+	return -EINVAL;
+}
+
+/* Run st for caller c in a child without keyfs's keyrings (see above).
+ * A serial or -errno. */
+static long stranger_call(const struct keyfs_cred *c, const struct stranger *st)
+{
+	struct stranger_result res = { -EIO };
+	const gid_t *groups;
+	int ngroups, fds[2], status;
+	ssize_t n;
+	pid_t pid;
+
+	/* before the fork: loading groups may allocate */
+	ngroups = cred_groups(c, &groups);
+	if (pipe2(fds, O_CLOEXEC) < 0)
+		return -errno;
+	pid = fork();
+	if (pid < 0) {
+		res.ret = -errno;
+		close(fds[0]);
+		close(fds[1]);
+		return res.ret;
+	}
+	if (pid == 0) {
+		/* the new session keyring is made while still keyfs's ids */
+		if (keyctl_join_session_keyring(NULL) < 0)
+			res.ret = -errno;
+		else if (syscall(SYS_SETGROUPS, (size_t)ngroups, groups) < 0)
+			res.ret = -EACCES;
+		else {
+			setfsgid(c->gid);
+			setfsuid(c->uid);
+			if ((uid_t)setfsuid((uid_t)-1) != c->uid ||
+			    (gid_t)setfsgid((gid_t)-1) != c->gid)
+				res.ret = -EACCES;
+			else
+				res.ret = stranger_run(st);
+		}
+		n = write(fds[1], &res, sizeof(res));
+		_exit(n == (ssize_t)sizeof(res) ? 0 : 1);
+	}
+	close(fds[1]);
+	do
+		n = read(fds[0], &res, sizeof(res));
+	while (n < 0 && errno == EINTR);
+	if (n != (ssize_t)sizeof(res))
+		res.ret = -EIO;
+	close(fds[0]);
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	return res.ret;
 }
 
 /* ---- the cache by serial ---- */
@@ -1418,59 +1549,124 @@ static void note_added(struct keyfs_backend *b, kserial_t ring, kserial_t s,
 	note_link(b, ring, k);
 }
 
+/* add_key(2) updates the key of that type and description already in the
+ * keyring, and takes write on it.  For a caller other than the mounter that
+ * key is the one in the keyring at the moment of the call, which no index
+ * of keyfs's can tell: the kernel checks it, without keyfs's possession. */
 static int kernel_add(struct keyfs_backend *b, const struct keyfs_cred *c,
 		      const char *type, const char *desc, const void *payload,
 		      size_t len, kserial_t keyring, kserial_t *out)
 {
-	struct kkey *r = kkey_get(b, keyring);
-	struct ient *old;
-	key_serial_t s;
-	bool sw;
+	struct stranger st = {
+		.op = ST_ADD, .type = type, .desc = desc, .payload = payload,
+		.len = len, .ring = keyring,
+	};
+	long s;
 	int ret;
 
 	ret = payload_limit(type, len);
 	if (ret == 0)
 		ret = check_key(b, c, keyring, KEYFS_PERM_WRITE, 0);
-	/* add_key updates the key of that name: it takes write on that key */
-	if (ret == 0 && !is_mounter(b, c) && r && r->idx &&
-	    (old = idx_by_name(b, r->idx, type, desc)))
-		ret = check_key(b, c, old->serial, KEYFS_PERM_WRITE, 0);
-	if (ret == 0)
-		ret = caller_begin(b, c, &sw);
 	if (ret < 0)
 		return ret;
-	s = add_key(type, desc, payload, len, keyring);
-	ret = kerr(s);
-	caller_end(b, sw);
-	if (ret < 0)
-		return ret;
-	note_added(b, keyring, s, type, desc);
-	*out = s;
+	if (is_mounter(b, c)) {
+		s = add_key(type, desc, payload, len, keyring);
+		if (s < 0)
+			s = -errno;
+	} else {
+		s = stranger_call(c, &st);
+	}
+	if (s < 0)
+		return (int)s;
+	note_added(b, keyring, (kserial_t)s, type, desc);
+	*out = (kserial_t)s;
 	return 0;
 }
 
-/*
- * KEYCTL_UPDATE takes at most a page, but add_key(2) takes the type's
- * whole limit and updates the key of that type and description it finds
- * in the keyring it is given.  keyfs's own process keyring is that keyring
- * for the moment of the update.  Runs as keyfs itself, after keyfs's own
- * write check for the caller; the kernel checks write again.
- */
-static int update_large(const struct kkey *k, const void *payload, size_t len)
+/* Does ring link key now?  Read as keyfs, else as the caller; the index
+ * follows the listing. */
+static bool links_now(struct keyfs_backend *b, const struct keyfs_cred *c,
+		      kserial_t ring, kserial_t key)
 {
-	key_serial_t got;
-	int ret = kerr(keyctl_link(k->serial, KEY_SPEC_PROCESS_KEYRING));
+	kserial_t *list = NULL;
+	size_t n = 0;
+	bool found = false;
 
-	if (ret < 0)
+	if (read_keyring(b, NULL, ring, &list, &n) < 0 &&
+	    (is_mounter(b, c) || read_keyring(b, c, ring, &list, &n) < 0))
+		return false;
+	for (size_t i = 0; i < n; i++)
+		found |= list[i] == key;
+	free(list);
+	return found;
+}
+
+/*
+ * KEYCTL_UPDATE takes at most a page.  `keyctl padd` takes the type's
+ * whole limit: add_key(2) into a keyring that links the key updates it in
+ * place, and needs write on that keyring and on the key, nothing more (no
+ * link permission, no keyring of keyfs's).  keyfs does the same, as the
+ * caller, in a keyring it has just seen linking the key: a keyring holds
+ * one key per type and description, so add_key finds this key there.
+ * Should another process relink that name in between, add_key acts on
+ * the key it then finds (or makes one), with the kernel's check for the
+ * caller, and the write fails with EIO.
+ */
+static int update_large(struct keyfs_backend *b, const struct keyfs_cred *c,
+			const struct kkey *k, const void *payload, size_t len)
+{
+	struct stranger st = {
+		.op = ST_ADD, .payload = payload, .len = len,
+	};
+	char type[KEYFS_TYPE_MAX + 1], *desc;
+	kserial_t key = k->serial, *rings;
+	size_t nrings = k->nparents;
+	int ret = -EINVAL;	/* no keyring: what KEYCTL_UPDATE says */
+	long got;
+
+	if (!nrings)
 		return ret;
-	got = add_key(k->type, k->desc, payload, len, KEY_SPEC_PROCESS_KEYRING);
-	ret = got < 0 ? -errno : 0;
-	keyctl_unlink(k->serial, KEY_SPEC_PROCESS_KEYRING);
-	if (ret == 0 && got != k->serial) {
-		/* Another key was made instead: undo it, report it. */
-		keyctl_unlink(got, KEY_SPEC_PROCESS_KEYRING);
-		ret = -EIO;
+	/* listing keyrings changes k's entry: work on copies */
+	strcpy(type, k->type);
+	desc = strdup(k->desc);
+	rings = malloc(nrings * sizeof(*rings));
+	if (!rings || !desc) {
+		free(rings);
+		free(desc);
+		return -ENOMEM;
 	}
+	memcpy(rings, k->parents, nrings * sizeof(*rings));
+	st.type = type;
+	st.desc = desc;
+	for (size_t i = 0; i < nrings; i++) {
+		st.ring = rings[i];
+		if (!links_now(b, c, st.ring, key))
+			continue;
+		ret = check_key(b, c, st.ring, KEYFS_PERM_WRITE, 0);
+		if (ret < 0)
+			continue;
+		if (is_mounter(b, c)) {
+			got = add_key(type, desc, payload, len, st.ring);
+			if (got < 0)
+				got = -errno;
+		} else {
+			got = stranger_call(c, &st);
+		}
+		if (got == key) {
+			ret = 0;
+			break;
+		}
+		ret = got < 0 ? (int)got : -EIO;
+		if (got >= 0) {
+			/* someone relinked the name in between: which key
+			 * add_key found or made cannot be told, so nothing is
+			 * undone (the kernel let the caller write it) */
+			note_unknown(b, st.ring);
+			break;
+		}
+	}
+	free(rings);
+	free(desc);
 	return ret;
 }
 
@@ -1494,7 +1690,7 @@ static int kernel_update(struct keyfs_backend *b, const struct keyfs_cred *c,
 			return ret;
 	}
 	if (len > (size_t)sysconf(_SC_PAGESIZE) && k && k->desc) {
-		ret = update_large(k, payload, len);
+		ret = update_large(b, c, k, payload, len);
 	} else {
 		ret = caller_begin(b, c, &sw);
 		if (ret < 0)
@@ -1774,42 +1970,67 @@ static int kernel_restrict(struct keyfs_backend *b, const struct keyfs_cred *c,
 	return ret;
 }
 
-/* request_key(2) searches keyfs's own keyrings, which keyfs possesses; a
- * caller other than the mounter possesses nothing, so the key found must
- * grant that caller search by perm_check alone. */
+/* keyfs's thread, process and session keyrings, the ones request_key(2)
+ * searches for keyfs; 0 where there is none. */
+static void search_tops(kserial_t tops[ST_TOPS])
+{
+	static const int which[ST_TOPS] = {
+		KEY_SPEC_THREAD_KEYRING, KEY_SPEC_PROCESS_KEYRING,
+		KEY_SPEC_SESSION_KEYRING,
+	};
+
+	for (int i = 0; i < ST_TOPS; i++) {
+		key_serial_t s = keyctl_get_keyring_ID(which[i], 0);
+
+		tops[i] = s < 0 ? 0 : s;
+	}
+}
+
+/*
+ * request_key(2) searches keyfs's own keyrings.  The mounter possesses
+ * them and makes the call as keyfs.  Any other caller possesses nothing:
+ * the search, the link into dest and a callout's construction run without
+ * keyfs's possession (stranger_call), so the kernel finds only keys the
+ * caller may search by its own ids, and refuses the link (link permission
+ * on the key, write on dest) before it makes it.
+ */
 static int request_common(struct keyfs_backend *b, const struct keyfs_cred *c,
 			  const char *type, const char *desc,
 			  const char *callout, kserial_t dest, kserial_t *out)
 {
-	key_serial_t s;
+	struct stranger st = {
+		.op = ST_REQUEST, .type = type, .desc = desc,
+		.callout = callout, .ring = dest,
+	};
+	long s;
 	struct kkey *k;
-	bool sw;
 	int ret = 0;
 
 	if (dest)
 		ret = check_key(b, c, dest, KEYFS_PERM_WRITE, 0);
-	if (ret == 0)
-		ret = caller_begin(b, c, &sw);
 	if (ret < 0)
 		return ret;
-	s = request_key(type, desc, callout, dest);
-	ret = kerr(s);
-	caller_end(b, sw);
+	if (is_mounter(b, c)) {
+		s = request_key(type, desc, callout, dest);
+		if (s < 0)
+			s = -errno;
+	} else {
+		search_tops(st.tops);
+		s = stranger_call(c, &st);
+	}
+	ret = s < 0 ? (int)s : 0;
 	/* a failed construction may still link a negative key into dest */
 	if (ret < 0 && dest)
 		note_unknown(b, dest);
 	if (ret < 0)
 		return ret;
 	/* the match may be inexact for some types: describe what was found */
-	k = kkey_known(b, c, s);
+	k = kkey_known(b, c, (kserial_t)s);
 	if (dest) {
 		touch_payload(kkey_get(b, dest));
 		note_link(b, dest, k);
 	}
-	ret = check_key(b, c, s, KEYFS_PERM_SEARCH, 0);
-	if (ret < 0)
-		return ret;
-	*out = s;
+	*out = (kserial_t)s;
 	return 0;
 }
 

@@ -1,0 +1,249 @@
+#!/usr/bin/env bats
+# security-kernel.bats: another user reaches no key through request, search, a stale name or a large write (issues 15, 16).
+
+load lib/keyfs
+
+# A second user, made for this file and removed after it (as perm.bats).
+setup_file()
+{
+	U2=
+	if [[ $(id -u) -eq 0 ]] && command -v useradd >/dev/null 2>&1 &&
+	   command -v setpriv >/dev/null 2>&1; then
+		U2=kfssec$$
+		useradd --system --user-group --no-create-home \
+			--shell /usr/sbin/nologin "$U2" >/dev/null 2>&1 || U2=
+	fi
+	if [[ -n $U2 ]]; then
+		U2UID=$(id -u "$U2")
+		U2GID=$(id -g "$U2")
+	fi
+	export U2 U2UID U2GID
+}
+
+teardown_file()
+{
+	if [[ -n ${U2:-} ]]; then
+		userdel "$U2" >/dev/null 2>&1 || true
+		groupdel "$U2" >/dev/null 2>&1 || true
+	fi
+}
+
+setup()
+{
+	keyfs_mount -o allow_other
+	local d
+	d=$(dirname "$MNT")
+	while [[ $d != / && $d != "${TMPDIR:-/tmp}" && $d != /tmp ]]; do
+		chmod o+x "$d"
+		d=$(dirname "$d")
+	done
+}
+
+teardown()
+{
+	if [[ -n ${U2RING:-} ]]; then
+		as2 keyctl unlink "$U2RING" @u >/dev/null 2>&1 || true
+	fi
+	keyfs_unmount
+}
+
+need_u2() { [[ -n $U2 ]] || skip "cannot create a second user (needs root, useradd, setpriv)"; }
+
+as2() { setpriv --reuid="$U2UID" --regid="$U2GID" --clear-groups -- "$@"; }
+as2_errno() { as2 "$KEYFS_PY" -c "$KEYFS_ERRNO_PY" "$@"; }
+
+xset() { setfattr -n "user.keyfs.$1" -v "\"$2\"" -- "$3"; }
+
+# The second user may search the session keyring (to reach paths under
+# it), and session/ow is a keyring everyone may write and search.
+open_session()
+{
+	xset perm 0x3f1b0008 "$MNT/session"
+	mkdir "$MNT/session/ow"
+	xset perm 0x3f3f3f3f "$MNT/session/ow"
+	OW=$(ino "$MNT/session/ow")
+}
+
+# as2 writes TEXT to .keyfs/request; prints OK or the errno's name.
+as2_request() { as2_errno write "$MNT/.keyfs/request" "$1" w; }
+
+# ---- 15.2: request and search act as the caller, without keyfs's possession
+
+@test "request by another user does not link a key it may not search" {
+	need_u2
+	open_session
+	echo secret >"$MNT/session/secret"
+	run as2_request "user secret - #$OW"
+	refute_output OK
+	ls_lacks "$MNT/session/ow" secret
+	if [[ $KEYFS_BACKEND == kernel ]]; then
+		! klinks "$OW" "$(ino "$MNT/session/secret")"
+	fi
+}
+
+@test "request by another user needs link on the key before it links" {
+	need_u2
+	open_session
+	echo v >"$MNT/session/nolink"
+	xset perm 0x3f010008 "$MNT/session/nolink"	# other: search only
+	run as2_request "user nolink - #$OW"
+	assert_output EACCES
+	ls_lacks "$MNT/session/ow" nolink
+	echo v >"$MNT/session/pub"
+	xset perm 0x3f010018 "$MNT/session/pub"	# other: search and link
+	run as2_request "user pub - #$OW"
+	assert_output OK
+	eventually ls_has "$MNT/session/ow" pub
+}
+
+@test "kernel: request cannot link the mounter's key into the caller's own keyring" {
+	skip_unless_kernel
+	need_u2
+	echo secret >"$MNT/session/secret"
+	# made in a session of its own, where it may set the perm, and kept
+	# in the second user's user keyring
+	U2RING=$(as2 keyctl session - sh -c 'r=$(keyctl newring kfssec @s) &&
+		keyctl setperm "$r" 0x3f3f0000 && keyctl link "$r" @u &&
+		echo "$r"' | tail -n 1)
+	[[ $U2RING =~ ^[0-9]+$ ]]
+	run as2_request "user secret - #$U2RING"
+	refute_output OK
+	run as2 keyctl rlist "$U2RING"
+	refute_output --partial "$(ino "$MNT/session/secret")"
+}
+
+@test "search by another user finds only what it may search without possession" {
+	need_u2
+	open_session
+	echo v >"$MNT/session/hidden"	# 0x3f010000: possessor only
+	run as2_errno stat "$MNT/.keyfs/search/user/hidden"
+	refute_output OK
+	echo v >"$MNT/session/shown"
+	xset perm 0x3f010009 "$MNT/session/shown"
+	run as2_errno stat "$MNT/.keyfs/search/user/shown"
+	assert_output OK
+	# a key it may search, in a keyring only the mounter may search
+	mkdir "$MNT/session/priv"
+	echo v >"$MNT/session/priv/nested"
+	xset perm 0x3f010009 "$MNT/session/priv/nested"
+	run as2_errno stat "$MNT/.keyfs/search/user/nested"
+	refute_output OK
+	run kerrno stat "$MNT/.keyfs/search/user/nested"
+	assert_output OK
+}
+
+# ---- 15.3: the write check is made on the key the commit changes
+
+# as2_hold PATH: as the second user, open PATH for writing (creating it)
+# and hold it until $GO exists, then write "attacker" and close; the
+# result (OK or the errno's name) goes to $RES.
+as2_hold()
+{
+	local dir=$BATS_TEST_TMPDIR/hold
+	mkdir -p "$dir"
+	chmod 777 "$dir"
+	READY=$dir/ready GO=$dir/go RES=$dir/res
+	as2 "$KEYFS_PY" -c '
+import errno, os, sys, time
+path, ready, go, res = sys.argv[1:5]
+def name(e):
+    return errno.errorcode.get(e.errno, str(e.errno))
+try:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+except OSError as e:
+    open(res, "w").write(name(e)); open(ready, "w").close(); sys.exit(0)
+open(ready, "w").close()
+while not os.path.exists(go):
+    time.sleep(0.02)
+out = "OK"
+try:
+    os.write(fd, b"attacker")
+    os.close(fd)
+except OSError as e:
+    out = name(e)
+open(res, "w").write(out)
+' "$1" "$READY" "$GO" "$RES" &
+	HOLD_PID=$!
+	local i
+	for ((i = 0; i < 100; i++)); do
+		[[ -e $READY ]] && return 0
+		sleep 0.05
+	done
+	fail "the second user's open did not happen"
+}
+
+# as2_release: let the holder write and close; print its result.  (Under
+# `run` the holder is no child of this shell: wait for its file instead.)
+as2_release()
+{
+	local i
+	touch "$GO"
+	for ((i = 0; i < 200; i++)); do
+		[[ -s $RES ]] && break
+		sleep 0.05
+	done
+	cat "$RES"
+}
+
+@test "kernel: a key stored behind keyfs's back is not overwritten through a stale name" {
+	skip_unless_kernel
+	need_u2
+	open_session
+	as2_hold "$MNT/session/ow/token"
+	# the mounter stores the name with keyctl: a new key keyfs never saw
+	keyctl add user token rootsecret "$OW" >/dev/null
+	run as2_release
+	assert_output EACCES
+	run keyctl pipe "$(keyctl search "$OW" user token)"
+	assert_output rootsecret
+}
+
+@test "a key stored through the mount while another user holds the name is not overwritten" {
+	need_u2
+	open_session
+	as2_hold "$MNT/session/ow/token"
+	echo rootsecret >"$MNT/session/ow/token"
+	run as2_release
+	refute_output OK
+	run cat "$MNT/session/ow/token"
+	assert_output rootsecret
+}
+
+# ---- 15.4 and 16.2: writes of more than a page
+
+@test "a large write to session/foo leaves process/foo alone" {
+	echo small >"$MNT/session/foo"
+	echo mine >"$MNT/process/foo"
+	head -c 5000 /dev/zero | tr '\0' a >"$MNT/session/foo"
+	assert_equal "$(fsize "$MNT/session/foo")" 5000
+	run cat "$MNT/process/foo"
+	assert_output mine
+}
+
+@test "a large write needs no link permission (perm 0x2f010000)" {
+	echo small >"$MNT/session/big"
+	xset perm 0x2f010000 "$MNT/session/big"
+	head -c 4000 /dev/zero | tr '\0' a >"$MNT/session/big"
+	assert_equal "$(fsize "$MNT/session/big")" 4000
+	head -c 5000 /dev/zero | tr '\0' b >"$MNT/session/big"
+	assert_equal "$(fsize "$MNT/session/big")" 5000
+	assert_equal "$(head -c 1 "$MNT/session/big")" b
+}
+
+@test "another user's large write acts as that user: write on the key, no link" {
+	need_u2
+	open_session
+	echo small >"$MNT/session/ow/theirs"
+	xset perm 0x2f010007 "$MNT/session/ow/theirs"	# other: view, read, write
+	head -c 5000 /dev/zero | tr '\0' c >"$BATS_TEST_TMPDIR/big"
+	chmod 644 "$BATS_TEST_TMPDIR/big"
+	run as2 sh -c "cat '$BATS_TEST_TMPDIR/big' >'$MNT/session/ow/theirs'"
+	assert_success
+	eventually output_is 5000 fsize "$MNT/session/ow/theirs"
+	echo small >"$MNT/session/ow/ro"
+	xset perm 0x3f010003 "$MNT/session/ow/ro"	# other: view, read
+	run as2 sh -c "cat '$BATS_TEST_TMPDIR/big' >'$MNT/session/ow/ro'"
+	assert_failure
+	run cat "$MNT/session/ow/ro"
+	assert_output small
+}
