@@ -404,6 +404,64 @@ static void test_other_user(kserial_t ring)
 	ops->setperm(be, &me, ring, 0x3f130000);
 }
 
+/* Issue 15.2-15.4, 16.2: what keyfs does for another uid, it does without
+ * possessing keyfs's keyrings; a write over a page stages nothing. */
+static void test_possession(kserial_t ring)
+{
+	kserial_t sec, dst, ow, tok, big, theirs, got = 0;
+	char payload[5000], *s;
+	int err;
+
+	if (!root) {
+		ok(1, "# SKIP acting as another uid needs root");
+		return;
+	}
+	sec = add(&me, "user", "sec", "s", ring);
+	dst = add(&me, "keyring", "dst", NULL, ring);
+	ops->setperm(be, &me, dst, 0x3f3f3f3f);
+	ok(ops->request(be, &nobody, "user", "sec", NULL, dst, &got) < 0,
+	   "request of a key another uid may not search fails");
+	ok(!listed(&me, dst, sec), "and links nothing into its keyring");
+	ops->setperm(be, &me, sec, 0x3f010008);
+	ok(ops->search(be, &nobody, "user", "sec", &got) < 0,
+	   "search without possession: not through a keyring it may not "
+	   "search");
+
+	ow = add(&me, "keyring", "ow", NULL, ring);
+	ops->setperm(be, &me, ow, 0x3f3f3f3f);
+	ok(!listed(&me, ow, 1), "keyfs lists (and indexes) a keyring "
+	   "everyone may write");
+	tok = add_key("user", "tok", "root", 4, ow);	/* behind keyfs's back */
+	is_int(add(&nobody, "user", "tok", "evil", ow), -EACCES,
+	       "add over a key keyfs never saw needs write on that key");
+	s = read_str(&me, tok, &err);
+	is_str(s, "root", "which keeps its payload");
+	free(s);
+
+	memset(payload, 'x', sizeof(payload));
+	big = add(&me, "user", "big", "b", ring);
+	ops->setperm(be, &me, big, 0x2f010000);
+	add_key("user", "big", "proc", 4, KEY_SPEC_PROCESS_KEYRING);
+	is_int(ops->update(be, &me, big, payload, sizeof(payload)), 0,
+	       "update over a page needs no link permission");
+	got = keyctl_search(KEY_SPEC_PROCESS_KEYRING, "user", "big", 0);
+	s = got > 0 ? read_str(&me, got, &err) : NULL;
+	is_str(s, "proc", "and leaves keyfs's process keyring alone");
+	free(s);
+	keyctl_unlink(got, KEY_SPEC_PROCESS_KEYRING);
+	theirs = add(&me, "user", "theirs", "t", ow);
+	ops->setperm(be, &me, theirs, 0x2f010007);
+	is_int(ops->update(be, &nobody, theirs, payload, sizeof(payload)), 0,
+	       "another uid's update over a page: write is enough");
+	ops->setperm(be, &me, theirs, 0x3f010003);
+	is_int(ops->update(be, &nobody, theirs, payload, sizeof(payload)),
+	       -EACCES, "and without write, refused");
+	ops->unlink(be, &me, sec, ring);
+	ops->unlink(be, &me, dst, ring);
+	ops->unlink(be, &me, ow, ring);
+	ops->unlink(be, &me, big, ring);
+}
+
 static void test_text(kserial_t ring)
 {
 	struct key_quota q;
@@ -471,6 +529,7 @@ int main(void)
 		test_other_user(ring);
 	else
 		ok(1, "# SKIP another uid needs root");
+	test_possession(ring);
 	test_text(ring);
 	is_int(ops->unlink(be, &me, ring, session), 0, "remove the test keyring");
 	ops->destroy(be);
