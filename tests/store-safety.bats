@@ -212,3 +212,38 @@ check_failed_saves_undone() {
 	assert_failure
 	assert_output --partial "Permission denied"
 }
+
+# Every anonymous writable mapping of the daemon, searched for token.
+count_in_daemon() {
+	"$KEYFS_PY" - "$KEYFS_PID" "$1" <<'PY'
+import sys
+pid, token = sys.argv[1], sys.argv[2].encode()
+n = 0
+with open("/proc/%s/maps" % pid) as maps, open("/proc/%s/mem" % pid, "rb", 0) as mem:
+    for line in maps:
+        f = line.split()
+        if not f[1].startswith("rw"):
+            continue
+        a, b = (int(x, 16) for x in f[0].split("-"))
+        try:
+            mem.seek(a)
+            n += mem.read(b - a).count(token)
+        except OSError:
+            pass
+print(n)
+PY
+}
+
+@test "a removed key's payload is nowhere in the daemon's memory, not even in libfuse's request buffer" {
+	local token=wipe-$$-$RANDOM-$RANDOM-me store=()
+	# With a store, its snapshot and the JSON text are searched too.
+	[[ $KEYFS_BACKEND != memory ]] || store=(-o "store=$STORE")
+	keyfs_mount "${store[@]}"
+	"$KEYFS_PY" -c 'import sys; sys.stdout.write(sys.argv[1] * 400)' "$token" > "$MNT/session/big"
+	assert_equal "$(head -c ${#token} "$MNT/session/big")" "$token"
+	rm "$MNT/session/big"
+	ls "$MNT/session" >/dev/null
+	run count_in_daemon "$token"
+	assert_success
+	assert_output 0
+}
