@@ -213,7 +213,7 @@ check_failed_saves_undone() {
 	assert_output --partial "Permission denied"
 }
 
-# Every anonymous writable mapping of the daemon, searched for token.
+# Every writable mapping of the daemon, searched for token.
 count_in_daemon() {
 	"$KEYFS_PY" - "$KEYFS_PID" "$1" <<'PY'
 import sys
@@ -225,11 +225,17 @@ with open("/proc/%s/maps" % pid) as maps, open("/proc/%s/mem" % pid, "rb", 0) as
         if not f[1].startswith("rw"):
             continue
         a, b = (int(x, 16) for x in f[0].split("-"))
-        try:
-            mem.seek(a)
-            n += mem.read(b - a).count(token)
-        except OSError:
-            pass
+        # Mappings past 1 GiB are reservations (a sanitizer's shadow);
+        # read the rest in pieces that overlap by the token's length.
+        if b - a > 1 << 30:
+            continue
+        step = 1 << 24
+        for at in range(a, b, step):
+            try:
+                mem.seek(at)
+                n += mem.read(min(step + len(token) - 1, b - at)).count(token)
+            except OSError:
+                pass
 print(n)
 PY
 }
