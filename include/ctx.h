@@ -27,6 +27,7 @@ struct keyfs_ctx {
 	struct fuse_session *se;	/* for telling the kernel what changed */
 	struct notifier *notifier;	/* fs-notify.c: names to drop from the kernel's cache */
 	struct handle *open_keys;	/* handle.c: open key files, to outlive their keys */
+	int store_lock;			/* store=: the lock file (store-lock.c), or -1 */
 };
 
 /* Call a backend slot, answering -EOPNOTSUPP for a NULL one. */

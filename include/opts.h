@@ -11,7 +11,7 @@ struct keyfs_opts {
 	char *source;		/* SOURCE of `keyfs SOURCE MOUNTPOINT`, or NULL */
 	char *mountpoint;	/* the last positional argument, until handed to libfuse */
 	int extra_args;		/* positional arguments past two: an error */
-	char *store;		/* memory: JSON file */
+	char *store;		/* memory: JSON file; absolute once parsed */
 	char *root;		/* root=SPEC, or NULL for the whole tree */
 	char *default_type;	/* type of keys created by plain names */
 	char *request_key;	/* memory: callout program */

@@ -2,6 +2,8 @@
 #ifndef KEYFS_STORE_H
 #define KEYFS_STORE_H
 
+#include <sys/types.h>
+
 #include "keyfs.h"
 
 /* One key.  Strings and arrays are malloc'd and owned by the image. */
@@ -22,6 +24,8 @@ struct store_key {
 	char *restrict_type;	/* keyrings: restrict_keyring(2), or NULL */
 	char *restriction;	/* or NULL */
 	bool restricted;	/* restrict_keyring with no type: nothing links */
+	bool unsaved;		/* in memory only (the process keyring and what
+				 * only it links): never written, never loaded */
 };
 
 /* The whole store.  Special keyrings are serials of keys in keys[] (0 when
@@ -32,6 +36,7 @@ struct store_image {
 	kserial_t user;
 	kserial_t user_session;
 	kserial_t persistent;
+	kserial_t process;	/* in memory only: never written, never loaded */
 	struct store_key *keys;
 	size_t nkeys;
 };
@@ -51,6 +56,33 @@ int store_json_load(const char *path, struct store_image *img,
  * created with O_EXCL and mode 0600, fsync, rename, fsync of the directory.
  * On failure the old file is left as it was and -errno is returned. */
 int store_json_save(const char *path, const struct store_image *img);
+
+/* Would a and b write the same keys (in the same order) and special
+ * keyrings?  next_serial is not compared: a file behind on it only hands
+ * out serials that no kept key has.  Keys in memory only do not count. */
+bool store_image_same_file(const struct store_image *a,
+			   const struct store_image *b);
+
+/* store-lock.c.  The lock file is PATH STORE_LOCK_SUFFIX; the temporary
+ * files of a save are "." BASE STORE_TEMP_INFIX "PID.N" beside PATH. */
+#define STORE_LOCK_SUFFIX	".lock"
+#define STORE_TEMP_INFIX	".tmp."
+
+/* Take the store at path for this process (and the children it forks):
+ * flock(2) on the lock file beside it, made 0600 if missing, which then
+ * holds our pid.  *fd_out is the lock (close-on-exec); store_unlock drops
+ * it.  In a directory that cannot be written and has no lock file, nothing
+ * can change the store: 0 with *fd_out = -1.  -EBUSY when another keyfs holds it; err then says so in one line
+ * naming path and the holder's pid. */
+int store_lock(const char *path, int *fd_out, char *err, size_t errlen);
+/* Write the caller's pid in the lock file (once daemonised).  0 or -errno. */
+int store_lock_mark(int fd);
+/* Remove the lock file and release the lock; fd < 0 is nothing. */
+void store_unlock(const char *path, int fd);
+/* Remove the temporary files a keyfs killed during a save left beside
+ * path: only regular files of uid's whose names are exactly the pattern
+ * above.  Call it holding the lock.  The number removed, or -errno. */
+int store_clean_temps(const char *path, uid_t uid);
 
 /* Free everything img owns (payloads wiped first) and zero it. */
 void store_image_free(struct store_image *img);

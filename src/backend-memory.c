@@ -519,11 +519,18 @@ int mem_commit(struct keyfs_backend *b)
 	if (!b->store)
 		return 0;
 	ret = mem_image_build(b, &img);
-	if (ret == 0)
+	/* A change only to what is never written (the process keyring and
+	 * what only it links) leaves the file as it is. */
+	if (ret == 0 && !store_image_same_file(&img, &b->snap))
 		ret = store_json_save(b->store, &img);
 	if (ret < 0) {
 		store_image_free(&img);
-		mem_model_revert(b);
+		/* The change was not saved, so it must not be seen either.
+		 * The undo can only fail for memory; then the model stays
+		 * ahead of the file, and that is said once per failure. */
+		if (mem_model_revert(b) < 0)
+			fprintf(stderr, "keyfs: %s: a change that could not be saved could not be undone either: %s\n",
+				b->store, strerror(ENOMEM));
 		return ret;
 	}
 	store_image_free(&b->snap);
@@ -1469,6 +1476,7 @@ static int mem_update(struct keyfs_backend *b, const struct keyfs_cred *c,
 		      kserial_t key, const void *payload, size_t len)
 {
 	struct mkey_prep prep = { 0 };
+	const struct mkey_type *t = NULL;
 	struct mkey *k = NULL;
 	int ret;
 
@@ -1476,6 +1484,8 @@ static int mem_update(struct keyfs_backend *b, const struct keyfs_cred *c,
 	ret = mem_lookup(b, c, key, 0, KEYFS_PERM_WRITE, &k);
 	if (ret < 0)
 		goto out;
+	/* Kept apart from k: a failed save swaps the model, freeing k. */
+	t = k->type;
 	if (!k->type->update) {
 		ret = -EOPNOTSUPP;
 		goto out;
@@ -1493,8 +1503,8 @@ static int mem_update(struct keyfs_backend *b, const struct keyfs_cred *c,
 out:
 	mem_end(b);
 done:
-	if (k)
-		k->type->free_preparse(&prep);
+	if (t)
+		t->free_preparse(&prep);
 	return ret;
 }
 

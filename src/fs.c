@@ -657,6 +657,43 @@ static void fs_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 		fuse_reply_write(req, (size_t)ret);
 }
 
+/* Every write comes here (libfuse prefers write_buf to write): unlike
+ * write's const buffer, the bufvec is ours to change, so the payload libfuse
+ * read into its request buffer is wiped once fs_write has taken its copy. */
+static void fs_write_buf(fuse_req_t req, fuse_ino_t ino,
+			 struct fuse_bufvec *bufv, off_t off,
+			 struct fuse_file_info *fi)
+{
+	size_t size = fuse_buf_size(bufv);
+	struct fuse_bufvec dst = FUSE_BUFVEC_INIT(size);
+	char *mem = NULL;
+	ssize_t n;
+
+	if (bufv->count == 1 && bufv->idx == 0 && bufv->off == 0 &&
+	    !(bufv->buf[0].flags & FUSE_BUF_IS_FD)) {
+		fs_write(req, ino, bufv->buf[0].mem, size, off, fi);
+		goto wipe;
+	}
+	/* Spliced or in pieces: one flat copy of our own, wiped too. */
+	mem = malloc(size ? size : 1);
+	if (!mem) {
+		fuse_reply_err(req, ENOMEM);
+		goto wipe;
+	}
+	dst.buf[0].mem = mem;
+	n = fuse_buf_copy(&dst, bufv, 0);
+	if (n < 0)
+		fuse_reply_err(req, (int)-n);
+	else
+		fs_write(req, ino, mem, (size_t)n, off, fi);
+	explicit_bzero(mem, size);
+	free(mem);
+wipe:
+	for (size_t i = 0; i < bufv->count; i++)
+		if (!(bufv->buf[i].flags & FUSE_BUF_IS_FD) && bufv->buf[i].mem)
+			explicit_bzero(bufv->buf[i].mem, bufv->buf[i].size);
+}
+
 /* Commit an open key file; the kernel's cached size is stale after. */
 static int commit(fuse_req_t req, struct handle *h)
 {
@@ -1020,6 +1057,7 @@ static const struct fuse_lowlevel_ops keyfs_ll_ops = {
 	.open = fs_open,
 	.read = fs_read,
 	.write = fs_write,
+	.write_buf = fs_write_buf,
 	.flush = fs_flush,
 	.release = fs_release,
 	.fsync = fs_fsync,

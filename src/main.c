@@ -1,8 +1,10 @@
 /* main.c: keyfs's entry point: options, the backend, the FUSE session, cleanup. */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include <fuse_opt.h>
@@ -10,6 +12,7 @@
 #include "ctx.h"
 #include "fs.h"
 #include "node.h"
+#include "store.h"
 #include "tree.h"
 
 /* root=SPEC: @s @u @us @p, a serial, or %:NAME (a named keyring, looked
@@ -57,12 +60,33 @@ static int check_root(struct keyfs_ctx *ctx)
 static int resolve_keyrings(struct keyfs_ctx *ctx)
 {
 	clock_gettime(CLOCK_REALTIME, &ctx->started);
+	/* The lock file names the daemon, not the parent that has exited. */
+	if (ctx->store_lock >= 0)
+		store_lock_mark(ctx->store_lock);
 	BACKEND_CALL(ctx, special, &ctx->mounter, KEYFS_SPEC_SESSION, true, &ctx->session);
 	BACKEND_CALL(ctx, special, &ctx->mounter, KEYFS_SPEC_USER, true, &ctx->user);
 	BACKEND_CALL(ctx, special, &ctx->mounter, KEYFS_SPEC_USER_SESSION, true, &ctx->user_session);
 	BACKEND_CALL(ctx, special, &ctx->mounter, KEYFS_SPEC_PROCESS, true, &ctx->process);
 	BACKEND_CALL(ctx, persistent, &ctx->mounter, &ctx->persistent);
 	return ctx->opts.root ? check_root(ctx) : 0;
+}
+
+/* store=: one keyfs per store, and nothing left of a keyfs killed while
+ * saving (its temporary file holds every key). */
+static int take_store(struct keyfs_ctx *ctx)
+{
+	char err[PATH_MAX + 128] = "";
+	int ret;
+
+	if (!ctx->opts.store)
+		return 0;
+	ret = store_lock(ctx->opts.store, &ctx->store_lock, err, sizeof(err));
+	if (ret < 0) {
+		fprintf(stderr, "%s\n", err);
+		return ret;
+	}
+	store_clean_temps(ctx->opts.store, getuid());
+	return 0;
 }
 
 static int start_backend(struct keyfs_ctx *ctx)
@@ -104,7 +128,11 @@ int main(int argc, char *argv[])
 	struct keyfs_ctx ctx;
 	int status = 1;
 
+	/* No core dump and no ptrace by other users: the daemon's memory
+	 * holds payloads.  First, before any is read. */
+	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 	memset(&ctx, 0, sizeof(ctx));
+	ctx.store_lock = -1;
 	ctx.mounter.uid = getuid();
 	ctx.mounter.gid = getgid();
 	if (opts_parse(&args, &ctx.opts) < 0)
@@ -125,8 +153,10 @@ int main(int argc, char *argv[])
 	ctx.nodes = node_table_new();
 	if (!ctx.nodes)
 		goto out_args;
-	if (start_backend(&ctx) < 0)
+	if (take_store(&ctx) < 0)
 		goto out_nodes;
+	if (start_backend(&ctx) < 0)
+		goto out_store;
 	/* A bad root= fails here, on the terminal, not after detaching.  @p
 	 * waits: the process keyring is the daemon's, made after the fork. */
 	if (ctx.opts.root && strcmp(ctx.opts.root, "@p") != 0 && check_root(&ctx) < 0)
@@ -134,6 +164,8 @@ int main(int argc, char *argv[])
 	status = fs_run(&ctx, &args, resolve_keyrings);
 out_backend:
 	ctx.ops->destroy(ctx.be);
+out_store:
+	store_unlock(ctx.opts.store, ctx.store_lock);
 out_nodes:
 	node_table_free(ctx.nodes);
 	free(ctx.mountpoint);

@@ -54,6 +54,53 @@ static int image_key(const struct mkey *k, struct store_key *sk)
 	return 0;
 }
 
+/* Mark in img the keys the file must not get: those reachable only through
+ * the process keyring (which dies with keyfs, as the kernel's does) and the
+ * process keyring itself.  keys[] is the model sorted as img->keys. */
+static int image_mark_unsaved(struct keyfs_backend *b, struct mkey **keys,
+			      struct store_image *img)
+{
+	struct mkey *tops[] = { b->session, b->user, b->user_session,
+				b->persistent };
+	struct mkey **queue;
+	bool *seen;
+	size_t head = 0, tail = 0;
+
+	queue = malloc((b->nkeys ? b->nkeys : 1) * sizeof(*queue));
+	seen = calloc(b->nkeys ? b->nkeys : 1, sizeof(*seen));
+	if (!queue || !seen) {
+		free(queue);
+		free(seen);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < b->nkeys; i++)
+		keys[i]->walk_depth = (int)i;	/* borrowed as an index */
+	for (size_t i = 0; i < sizeof(tops) / sizeof(tops[0]); i++)
+		if (tops[i] && !seen[tops[i]->walk_depth]) {
+			seen[tops[i]->walk_depth] = true;
+			queue[tail++] = tops[i];
+		}
+	while (head < tail) {
+		struct mkey *k = queue[head++];
+
+		for (size_t i = 0; k->ring && i < k->ring->nlinks; i++) {
+			struct mkey *ch = k->ring->links[i];
+
+			if (!seen[ch->walk_depth]) {
+				seen[ch->walk_depth] = true;
+				queue[tail++] = ch;
+			}
+		}
+	}
+	for (size_t i = 0; i < b->nkeys; i++) {
+		img->keys[i].unsaved = !seen[i];
+		keys[i]->walk_depth = 0;
+	}
+	free(seen);
+	free(queue);
+	return 0;
+}
+
 int mem_image_build(struct keyfs_backend *b, struct store_image *img)
 {
 	struct mkey **keys;
@@ -72,17 +119,24 @@ int mem_image_build(struct keyfs_backend *b, struct store_image *img)
 		img->nkeys++;
 		ret = image_key(keys[i], &img->keys[i]);
 	}
+	if (ret == 0)
+		ret = image_mark_unsaved(b, keys, img);
 	img->next_serial = b->next_serial;
 	img->session = b->session ? b->session->serial : 0;
 	img->user = b->user ? b->user->serial : 0;
 	img->user_session = b->user_session ? b->user_session->serial : 0;
 	img->persistent = b->persistent ? b->persistent->serial : 0;
+	img->process = b->process ? b->process->serial : 0;
 out:
 	free(keys);
 	if (ret < 0)
 		store_image_free(img);
 	return ret;
 }
+
+static int load_fail(char *err, size_t errlen, const char *store,
+		     kserial_t serial, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
 
 static int load_fail(char *err, size_t errlen, const char *store,
 		     kserial_t serial, const char *fmt, ...)
@@ -401,8 +455,9 @@ int mem_model_revert(struct keyfs_backend *b)
 	tmp.process = tmp.persistent = NULL;
 	tmp.dead = NULL;
 	tmp.gc_next = 0;
-	ret = mem_model_load(&tmp, &b->snap,
-			 b->process ? b->process->serial : 0, NULL, 0);
+	/* The snapshot holds the process keyring and what only it links
+	 * (never written to the file), so the undo keeps them as they were. */
+	ret = mem_model_load(&tmp, &b->snap, b->snap.process, NULL, 0);
 	if (ret == 0) {
 		model_swap(b, &tmp);
 		if (b->next_serial < next)

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <fuse_opt.h>
 
@@ -77,6 +78,33 @@ static int set_default(char **field, const char *value)
 	return *field ? 0 : -ENOMEM;
 }
 
+/* store= relative to the directory keyfs was started in: made absolute
+ * now, since the daemon changes to / when it goes to the background. */
+static int store_absolute(char **store)
+{
+	char *cwd, *abs;
+	size_t n;
+
+	if (!*store || (*store)[0] == '/')
+		return 0;
+	cwd = getcwd(NULL, 0);
+	if (!cwd) {
+		fprintf(stderr, "keyfs: store=%s: cannot find the current directory: %s\n",
+			*store, strerror(errno));
+		return -errno;
+	}
+	n = strlen(cwd) + 1 + strlen(*store) + 1;
+	abs = malloc(n);
+	if (abs)
+		snprintf(abs, n, "%s%s%s", cwd, strcmp(cwd, "/") ? "/" : "", *store);
+	free(cwd);
+	if (!abs)
+		return -ENOMEM;
+	free(*store);
+	*store = abs;
+	return 0;
+}
+
 /* Check what the table cannot: names, ranges, and options that only make
  * sense together. */
 static int opts_validate(struct keyfs_opts *o)
@@ -88,6 +116,11 @@ static int opts_validate(struct keyfs_opts *o)
 	}
 	if (o->store && strcmp(o->backend, "memory") != 0) {
 		fprintf(stderr, "keyfs: store= needs the memory backend (-o backend=memory)\n");
+		return -EINVAL;
+	}
+	if (o->store && (o->store[0] == '\0' ||
+			 o->store[strlen(o->store) - 1] == '/')) {
+		fprintf(stderr, "keyfs: store='%s' does not name a file\n", o->store);
 		return -EINVAL;
 	}
 	if (o->default_type[0] == '\0' || strlen(o->default_type) > KEYFS_TYPE_MAX ||
@@ -132,7 +165,7 @@ int opts_parse(struct fuse_args *args, struct keyfs_opts *opts)
 	if (set_default(&opts->backend, "kernel") < 0 ||
 	    set_default(&opts->default_type, "user") < 0)
 		return -ENOMEM;
-	if (opts_validate(opts) < 0)
+	if (opts_validate(opts) < 0 || store_absolute(&opts->store) < 0)
 		return -EINVAL;
 	/* libfuse's own parser takes the mountpoint as its one positional. */
 	if (fuse_opt_add_arg(args, opts->mountpoint) == -1)

@@ -262,6 +262,60 @@ void store_image_free(struct store_image *img)
 	memset(img, 0, sizeof(*img));
 }
 
+static bool str_same(const char *a, const char *b)
+{
+	return a == b || (a && b && strcmp(a, b) == 0);
+}
+
+static bool key_same(const struct store_key *a, const struct store_key *b)
+{
+	return a->serial == b->serial && str_same(a->type, b->type) &&
+	       str_same(a->desc, b->desc) && a->uid == b->uid &&
+	       a->gid == b->gid && a->perm == b->perm &&
+	       a->state == b->state && a->expiry == b->expiry &&
+	       a->mtime.tv_sec == b->mtime.tv_sec &&
+	       a->mtime.tv_nsec == b->mtime.tv_nsec &&
+	       a->ctime.tv_sec == b->ctime.tv_sec &&
+	       a->ctime.tv_nsec == b->ctime.tv_nsec &&
+	       a->len == b->len &&
+	       (!a->len || memcmp(a->payload, b->payload, a->len) == 0) &&
+	       a->nlinks == b->nlinks &&
+	       (!a->nlinks ||
+		memcmp(a->links, b->links, a->nlinks * sizeof(*a->links)) == 0) &&
+	       str_same(a->restrict_type, b->restrict_type) &&
+	       str_same(a->restriction, b->restriction) &&
+	       a->restricted == b->restricted;
+}
+
+/* The next key of img to be written, from *i on, or NULL. */
+static const struct store_key *next_saved(const struct store_image *img,
+					  size_t *i)
+{
+	while (*i < img->nkeys && img->keys[*i].unsaved)
+		(*i)++;
+	return *i < img->nkeys ? &img->keys[(*i)++] : NULL;
+}
+
+bool store_image_same_file(const struct store_image *a,
+			   const struct store_image *b)
+{
+	size_t i = 0, j = 0;
+
+	if (a->session != b->session || a->user != b->user ||
+	    a->user_session != b->user_session ||
+	    a->persistent != b->persistent)
+		return false;
+	for (;;) {
+		const struct store_key *x = next_saved(a, &i);
+		const struct store_key *y = next_saved(b, &j);
+
+		if (!x || !y)
+			return x == y;
+		if (!key_same(x, y))
+			return false;
+	}
+}
+
 /* ---- checking an image: shared by load (with messages) and save ---- */
 
 struct by_serial {
@@ -1180,6 +1234,7 @@ static int image_to_json(const struct store_image *img, json_t **out)
 {
 	const struct store_key **order;
 	json_t *root = json_object(), *keys = json_array();
+	size_t n = 0;
 	int ret = 0;
 
 	order = calloc(img->nkeys ? img->nkeys : 1, sizeof(*order));
@@ -1188,10 +1243,13 @@ static int image_to_json(const struct store_image *img, json_t **out)
 		ret = -ENOMEM;
 		goto out;
 	}
+	/* Keys in memory only are left out; no saved keyring links them
+	 * (they are reachable only through the process keyring). */
 	for (size_t i = 0; i < img->nkeys; i++)
-		order[i] = &img->keys[i];
-	qsort(order, img->nkeys, sizeof(*order), cmp_key_serial);
-	for (size_t i = 0; i < img->nkeys && ret == 0; i++)
+		if (!img->keys[i].unsaved)
+			order[n++] = &img->keys[i];
+	qsort(order, n, sizeof(*order), cmp_key_serial);
+	for (size_t i = 0; i < n && ret == 0; i++)
 		if (json_array_append_new(keys, key_json(order[i])) < 0)
 			ret = -ENOMEM;
 	put(root, "format", json_integer(STORE_FORMAT_VERSION), &ret);
@@ -1255,8 +1313,8 @@ static int split_path(const char *path, char **dir, const char **base)
 static int create_temp(int dfd, const char *base, char *name, size_t namelen)
 {
 	for (unsigned n = 0; n < 1000; n++) {
-		int len = snprintf(name, namelen, ".%s.tmp.%ld.%u", base,
-				   (long)getpid(), n);
+		int len = snprintf(name, namelen, ".%s" STORE_TEMP_INFIX "%ld.%u",
+				   base, (long)getpid(), n);
 		int fd;
 
 		if (len < 0 || (size_t)len >= namelen)

@@ -25,6 +25,11 @@ remount() {
 	echo -n v > "$MNT/session/k"
 	[ -f "$STORE" ]
 	assert_equal "$(stat -c %a "$STORE")" 600
+	# Beside the store only its lock, while mounted; nothing after.
+	run ls -A "$STORE_DIR"
+	assert_output "keys.json
+keys.json.lock"
+	keyfs_unmount
 	run ls -A "$STORE_DIR"
 	assert_output keys.json
 }

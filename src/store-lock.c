@@ -1,0 +1,202 @@
+/* store-lock.c: one keyfs per store file (a lock file beside it), and the temporary files a killed keyfs left. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "store.h"
+
+/* "PATH.lock", malloc'd, or NULL. */
+static char *lock_path(const char *path)
+{
+	size_t n = strlen(path) + sizeof(STORE_LOCK_SUFFIX);
+	char *p = malloc(n);
+
+	if (p)
+		snprintf(p, n, "%s%s", path, STORE_LOCK_SUFFIX);
+	return p;
+}
+
+/* The pid the holder wrote in its lock file, or 0 when it has not yet. */
+static long lock_holder(int fd)
+{
+	char buf[32];
+	ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
+	char *end;
+	long pid;
+
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	pid = strtol(buf, &end, 10);
+	return pid > 0 && (*end == '\n' || *end == '\0') ? pid : 0;
+}
+
+int store_lock_mark(int fd)
+{
+	char buf[32];
+	int len = snprintf(buf, sizeof(buf), "%ld\n", (long)getpid());
+
+	/* A lock file opened read-only (in a read-only directory) keeps
+	 * what it says. */
+	if ((fcntl(fd, F_GETFL) & O_ACCMODE) == O_RDONLY)
+		return 0;
+	if (ftruncate(fd, 0) < 0)
+		return -errno;
+	if (pwrite(fd, buf, (size_t)len, 0) != len)
+		return -EIO;
+	return 0;
+}
+
+int store_lock(const char *path, int *fd_out, char *err, size_t errlen)
+{
+	char *lpath = lock_path(path);
+	int fd = -1, ret = -ENOMEM;
+
+	if (!lpath)
+		goto out;
+	/* A holder that unlinks its lock file at exit may do so between our
+	 * open and our flock; then the file we locked is no longer the one
+	 * the path names, and we try again. */
+	for (int tries = 0; tries < 100; tries++) {
+		struct stat fst, pst;
+
+		fd = open(lpath, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+		/* In a directory keyfs cannot write, a lock file left there
+		 * still locks; with none, no keyfs can write this store, so
+		 * there is nothing to keep apart. */
+		if (fd < 0 && (errno == EROFS || errno == EACCES || errno == EPERM)) {
+			fd = open(lpath, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+			if (fd < 0 && errno == ENOENT) {
+				*fd_out = -1;
+				ret = 0;
+				goto out;
+			}
+		}
+		if (fd < 0) {
+			ret = -errno;
+			snprintf(err, errlen, "keyfs: %s: cannot open the lock file %s: %s",
+				 path, lpath, strerror(errno));
+			goto out;
+		}
+		if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+			long pid;
+
+			ret = errno == EWOULDBLOCK ? -EBUSY : -errno;
+			pid = lock_holder(fd);
+			if (ret == -EBUSY && pid)
+				snprintf(err, errlen, "keyfs: %s: in use by another keyfs (pid %ld)",
+					 path, pid);
+			else if (ret == -EBUSY)
+				snprintf(err, errlen, "keyfs: %s: in use by another keyfs (see %s)",
+					 path, lpath);
+			else
+				snprintf(err, errlen, "keyfs: %s: cannot lock %s: %s",
+					 path, lpath, strerror(-ret));
+			goto out;
+		}
+		if (fstat(fd, &fst) == 0 && stat(lpath, &pst) == 0 &&
+		    fst.st_dev == pst.st_dev && fst.st_ino == pst.st_ino) {
+			ret = store_lock_mark(fd);
+			if (ret < 0) {
+				snprintf(err, errlen, "keyfs: %s: cannot write %s: %s",
+					 path, lpath, strerror(-ret));
+				goto out;
+			}
+			*fd_out = fd;
+			fd = -1;
+			goto out;
+		}
+		close(fd);
+		fd = -1;
+	}
+	ret = -EAGAIN;
+	snprintf(err, errlen, "keyfs: %s: cannot lock %s: it keeps being replaced",
+		 path, lpath);
+out:
+	if (fd >= 0)
+		close(fd);
+	free(lpath);
+	return ret;
+}
+
+void store_unlock(const char *path, int fd)
+{
+	char *lpath;
+
+	if (fd < 0)
+		return;
+	/* Unlinked while still held, so no one locks the old file after. */
+	lpath = lock_path(path);
+	if (lpath)
+		unlink(lpath);
+	free(lpath);
+	close(fd);
+}
+
+/* Is name ".BASE.tmp.PID.N", the name store_json_save's temporary files
+ * have (decimal PID and N)? */
+static bool is_temp_name(const char *name, const char *base)
+{
+	size_t blen = strlen(base), ilen = strlen(STORE_TEMP_INFIX);
+	const char *p;
+	int fields = 0;
+
+	if (name[0] != '.' || strncmp(name + 1, base, blen) != 0 ||
+	    strncmp(name + 1 + blen, STORE_TEMP_INFIX, ilen) != 0)
+		return false;
+	p = name + 1 + blen + ilen;
+	for (;;) {
+		if (*p < '0' || *p > '9')
+			return false;
+		while (*p >= '0' && *p <= '9')
+			p++;
+		fields++;
+		if (*p == '\0')
+			return fields == 2;
+		if (*p != '.' || fields == 2)
+			return false;
+		p++;
+	}
+}
+
+int store_clean_temps(const char *path, uid_t uid)
+{
+	const char *slash = strrchr(path, '/');
+	char *dir;
+	DIR *d;
+	struct dirent *e;
+	int removed = 0, dfd;
+
+	if (!slash || !slash[1])
+		return -EINVAL;
+	dir = slash == path ? strdup("/") : strndup(path, (size_t)(slash - path));
+	if (!dir)
+		return -ENOMEM;
+	d = opendir(dir);
+	free(dir);
+	if (!d)
+		return errno == ENOENT ? 0 : -errno;
+	dfd = dirfd(d);
+	while ((e = readdir(d))) {
+		struct stat st;
+
+		if (!is_temp_name(e->d_name, slash + 1))
+			continue;
+		/* Only a regular file of the mounter's: never follow a link,
+		 * never remove another user's file. */
+		if (fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+		    !S_ISREG(st.st_mode) || st.st_uid != uid)
+			continue;
+		if (unlinkat(dfd, e->d_name, 0) == 0)
+			removed++;
+	}
+	closedir(d);
+	return removed;
+}
