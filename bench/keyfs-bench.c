@@ -60,6 +60,7 @@ struct plan {
 	double fill_limit;	/* seconds a big fill may take before it stops */
 	int cat_iters, stat_iters, lookup_iters, create_count, first_count;
 	double par_seconds;
+	double slow_limit;	/* a measurement longer than this is not repeated */
 };
 
 static struct plan plan;
@@ -472,7 +473,20 @@ struct row {
 	int fuse_split;		/* one line for caches default, one for off */
 	int nsamples;
 	double v[NT][MAX_REPS];
+	int slow[NT];		/* one sample took over plan.slow_limit: no more */
 };
+
+/* Measures one sample unless an earlier one of this row and target was
+ * too slow to repeat within the run's time (shown with a * in the table). */
+#define MEASURE(r, t, rep, call) \
+	do { \
+		if (!(r)->slow[t]) { \
+			double t0_ = now(); \
+			(r)->v[t][rep] = (call); \
+			if (now() - t0_ > plan.slow_limit) \
+				(r)->slow[t] = 1; \
+		} \
+	} while (0)
 
 static struct row rows[MAX_ROWS];
 static int nrows;
@@ -518,6 +532,19 @@ static double med_abs(const struct row *r, int t)
 	return median(tmp, r->nsamples);
 }
 
+static void fmt_abs(char *buf, size_t len, double x, enum unit u);
+
+/* The median of t's samples, with a * when some repetitions were skipped. */
+static void fmt_med(char *buf, size_t len, const struct row *r, int t)
+{
+	int n = 0;
+	for (int i = 0; i < r->nsamples; i++)
+		n += !isnan(r->v[t][i]);
+	fmt_abs(buf, len, med_abs(r, t), r->unit);
+	if (n > 0 && n < r->nsamples)
+		strncat(buf, "*", len - strlen(buf) - 1);
+}
+
 static void fmt_abs(char *buf, size_t len, double x, enum unit u)
 {
 	if (isnan(x))
@@ -548,12 +575,12 @@ static void print_line(const struct row *r, int off)
 	int fl = off ? T_FLOOR_OFF : T_FLOOR_DEF;
 	int be[2] = { off ? T_MEM_OFF : T_MEM_DEF, off ? T_KER_OFF : T_KER_DEF };
 	char a[32], b[32], c[32], d[32], e[32];
-	fmt_abs(a, sizeof(a), med_abs(r, fl), r->unit);
-	fmt_abs(b, sizeof(b), med_abs(r, T_TMPFS), r->unit);
-	fmt_abs(c, sizeof(c), med_abs(r, T_RAW), r->unit);
-	printf("| %s | %s | %s | %s | %s |", r->label, r->fuse_split ? (off ? "off" : "default") : "-", a, b, c);
+	fmt_med(a, sizeof(a), r, fl);
+	fmt_med(b, sizeof(b), r, T_TMPFS);
+	fmt_med(c, sizeof(c), r, T_RAW);
+	printf("| %s | %s | %s | %s | %s |", r->label, off ? "off" : "default", a, b, c);
 	for (int k = 0; k < 2; k++) {
-		fmt_abs(a, sizeof(a), med_abs(r, be[k]), r->unit);
+		fmt_med(a, sizeof(a), r, be[k]);
 		fmt_ratio(b, sizeof(b), med_ratio(r, be[k], fl));
 		fmt_ratio(c, sizeof(c), med_ratio(r, be[k], T_RAW));
 		fmt_ratio(d, sizeof(d), med_ratio(r, be[k], T_TMPFS));
@@ -616,10 +643,10 @@ static void set_plan(int quick)
 	plan.quick = quick;
 	if (quick) {
 		plan = (struct plan){ 1, 3, 2, 10, 1000, { 10, 100, 1000 }, 2000, 20,
-				      50, 50, 50, 20, 20, 0.05 };
+				      50, 50, 50, 20, 20, 0.05, 2 };
 	} else {
-		plan = (struct plan){ 0, 7, 3, 10, 10000, { 100, 1000, 10000 }, 100000, 150,
-				      2000, 2000, 1000, 200, 200, 0.4 };
+		plan = (struct plan){ 0, 7, 3, 10, 10000, { 100, 1000, 10000 }, 100000, 100,
+				      2000, 2000, 1000, 200, 200, 0.3, 4 };
 	}
 }
 
@@ -708,6 +735,7 @@ int main(int argc, char **argv)
 	 * its keys costs the kernel backend's daemon. */
 	fprintf(stderr, "keyfs-bench: first listings (%.0f s)\n", now() - start);
 	struct row *first_ls = row_new(U_MS, 1, "ls -l %lu keys, first listing since mount", plan.large);
+	first_ls->fuse_split = 0;
 	long ker_rss0[2] = { -1, -1 }, ker_rss1[2] = { -1, -1 };
 	for (int k = 0; k < 2; k++)
 		if (have(k ? T_KER_OFF : T_KER_DEF))
@@ -716,7 +744,9 @@ int main(int argc, char **argv)
 		int t = order(0, k, 1, 1);
 		if (t < 0)
 			break;
-		first_ls->v[t][0] = m_ls((enum target)t, ring_l);
+		/* Caches off: its cost is the warm row's; once is enough. */
+		if (t != T_FLOOR_OFF && t != T_MEM_OFF && t != T_KER_OFF)
+			first_ls->v[t][0] = m_ls((enum target)t, ring_l);
 	}
 	first_ls->nsamples = 1;
 	for (int k = 0; k < 2; k++)
@@ -740,18 +770,19 @@ int main(int argc, char **argv)
 			if (t < 0)
 				break;
 			enum target e = (enum target)t;
-			r_cat->v[t][rep] = m_cat(e, ring_s, 1, plan.cat_iters);
+			MEASURE(r_cat, t, rep, m_cat(e, ring_s, 1, plan.cat_iters));
 			/* The first pass after setup warms nothing it measures:
 			 * fresh keys each repetition. */
-			r_first->v[t][rep] = m_firstcat(e, ring_l, (unsigned long)rep * (unsigned long)plan.first_count,
-						       plan.first_count);
-			r_stat->v[t][rep] = m_stat(e, ring_s, 2, plan.stat_iters);
+			MEASURE(r_first, t, rep,
+				m_firstcat(e, ring_l, (unsigned long)rep * (unsigned long)plan.first_count,
+					   plan.first_count));
+			MEASURE(r_stat, t, rep, m_stat(e, ring_s, 2, plan.stat_iters));
 			if (t != T_FLOOR_DEF && t != T_FLOOR_OFF)
-				r_create->v[t][rep] = m_create(e, rep, plan.create_count);
-			r_ls_small->v[t][rep] = m_lookup(e, ring_s, plan.small, plan.lookup_iters, 7u + (unsigned)rep);
-			r_ls_large->v[t][rep] = m_lookup(e, ring_l, plan.large, plan.lookup_iters, 7u + (unsigned)rep);
+				MEASURE(r_create, t, rep, m_create(e, rep, plan.create_count));
+			MEASURE(r_ls_small, t, rep, m_lookup(e, ring_s, plan.small, plan.lookup_iters, 7u + (unsigned)rep));
+			MEASURE(r_ls_large, t, rep, m_lookup(e, ring_l, plan.large, plan.lookup_iters, 7u + (unsigned)rep));
 			for (int s = 0; s < 3; s++)
-				r_ls[s]->v[t][rep] = m_ls(e, ring_ls[s]);
+				MEASURE(r_ls[s], t, rep, m_ls(e, ring_ls[s]));
 		}
 	}
 	for (int i = first_ls + 1 - rows; i < nrows; i++)
@@ -815,7 +846,7 @@ int main(int argc, char **argv)
 								 big_have[t == T_MEM_OFF] < plan.big))
 				continue;
 			if (t == T_FLOOR_DEF || t == T_FLOOR_OFF || t == T_TMPFS || t == T_MEM_DEF || t == T_MEM_OFF)
-				r_big->v[t][rep] = m_ls((enum target)t, ring_big);
+				MEASURE(r_big, t, rep, m_ls((enum target)t, ring_big));
 		}
 
 	/* Creating near empty vs near full, and memory per key, as rows. */
@@ -835,7 +866,7 @@ int main(int argc, char **argv)
 		if (mem_rss0[k] >= 0 && mem_rss1[k] >= 0 && added > 0)
 			r_rss->v[t][0] = (double)(mem_rss1[k] - mem_rss0[k]) / (double)added - PAYLOAD_LEN - NAME_LEN;
 		int kt = k ? T_KER_OFF : T_KER_DEF;
-		if (have(kt) && ker_rss0[k] >= 0 && ker_rss1[k] >= 0)
+		if (k == 0 && have(kt) && ker_rss0[k] >= 0 && ker_rss1[k] >= 0)
 			r_rss->v[kt][0] = (double)(ker_rss1[k] - ker_rss0[k]) / (double)plan.large;
 	}
 
@@ -853,6 +884,8 @@ int main(int argc, char **argv)
 	printf("\n%s run: %d repetitions (parallel rows and the big listing: %d), %.0f s; medians; ratios are costs"
 	       " (2.00x = twice as slow), each the median of per-repetition ratios.\n\n",
 	       plan.quick ? "Quick" : "Full", plan.reps, plan.par_reps, now() - start);
+	printf("A * marks a figure from fewer repetitions: one took over %.0f s, so it was not repeated.\n\n",
+	       plan.slow_limit);
 	print_table();
 	if (mem_rss1[0] >= 0)
 		printf("\nmemory daemon: VmRSS %ld -> %ld kB, VmHWM %ld -> %ld kB over the fill of %lu keys\n",
