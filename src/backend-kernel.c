@@ -1669,8 +1669,8 @@ static int kernel_setperm(struct keyfs_backend *b, const struct keyfs_cred *c,
 		return -EINVAL;
 	ret = check_key(b, c, key, KEYFS_PERM_SETATTR, 0);
 	/* keyfs may be root: the owner rule must be keyfs's own */
-	if (ret == 0 && !is_mounter(b, c) && kkey_get(b, key)->uid != c->uid)
-		ret = -EACCES;
+	if (ret == 0)
+		ret = perm_setperm_allowed(c, kkey_get(b, key)->uid, is_mounter(b, c));
 	if (ret == 0)
 		ret = caller_begin(b, c, &sw);
 	if (ret < 0)
@@ -1686,18 +1686,6 @@ static int kernel_setperm(struct keyfs_backend *b, const struct keyfs_cred *c,
 	return ret;
 }
 
-/* The kernel's chown rules for a caller without CAP_SYS_ADMIN, which keyfs
- * itself may hold: the uid stays, the gid becomes one of the caller's. */
-static int chown_allowed(const struct keyfs_cred *c, const struct kkey *k,
-			 uid_t uid, gid_t gid)
-{
-	if (uid != (uid_t)-1 && uid != k->uid)
-		return -EACCES;
-	if (gid != (gid_t)-1 && gid != k->gid && !perm_in_group(c, gid))
-		return -EACCES;
-	return 0;
-}
-
 static int kernel_chown(struct keyfs_backend *b, const struct keyfs_cred *c,
 			kserial_t key, uid_t uid, gid_t gid)
 {
@@ -1708,8 +1696,11 @@ static int kernel_chown(struct keyfs_backend *b, const struct keyfs_cred *c,
 	if (uid == (uid_t)-1 && gid == (gid_t)-1)
 		return 0;
 	ret = check_key(b, c, key, KEYFS_PERM_SETATTR, 0);
-	if (ret == 0 && !is_mounter(b, c))
-		ret = chown_allowed(c, kkey_get(b, key), uid, gid);
+	/* keyfs may hold CAP_SYS_ADMIN: only the mounter acts with it */
+	if (ret == 0)
+		ret = perm_chown_allowed(c, kkey_get(b, key)->uid,
+					 kkey_get(b, key)->gid, uid, gid,
+					 is_mounter(b, c));
 	if (ret == 0)
 		ret = caller_begin(b, c, &sw);
 	if (ret < 0)

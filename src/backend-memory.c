@@ -1676,8 +1676,8 @@ static int mem_setperm(struct keyfs_backend *b, const struct keyfs_cred *c,
 	mem_begin(b);
 	ret = mem_lookup(b, c, key, MEM_LOOKUP_CREATE | MEM_LOOKUP_PARTIAL,
 			 KEYFS_PERM_SETATTR, &k);
-	if (ret == 0 && k->uid != c->uid && c->uid != 0)
-		ret = -EACCES;
+	if (ret == 0)
+		ret = perm_setperm_allowed(c, k->uid, c->uid == 0);
 	if (ret < 0) {
 		mem_end(b);
 		return ret;
@@ -1704,12 +1704,9 @@ static int mem_chown(struct keyfs_backend *b, const struct keyfs_cred *c,
 			 KEYFS_PERM_SETATTR, &k);
 	if (ret < 0)
 		goto out;
-	if (c->uid != 0 &&
-	    ((uid != (uid_t)-1 && uid != k->uid) ||
-	     (gid != (gid_t)-1 && gid != k->gid && !perm_in_group(c, gid)))) {
-		ret = -EACCES;
+	ret = perm_chown_allowed(c, k->uid, k->gid, uid, gid, c->uid == 0);
+	if (ret < 0)
 		goto out;
-	}
 	if (uid != (uid_t)-1 && uid != k->uid) {
 		if (k->in_quota)
 			ret = quota_room(b, uid, 1, (long)k->charged);
