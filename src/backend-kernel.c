@@ -1920,6 +1920,44 @@ static int kernel_supports(struct keyfs_backend *b, char **text_alloc)
 	return 0;
 }
 
+/* The types add_key(2) may know: the keys subsystem's own, and those
+ * modules add (which may be absent; their add then fails at close).  The
+ * kernel cannot be asked without making a key. */
+static const char *const kernel_types[] = {
+	"user", "logon", "big_key", "keyring", "asymmetric", "encrypted",
+	"trusted", "dns_resolver", "rxrpc", "rxrpc_s", "ceph", "id_resolver",
+	"id_legacy", "cifs.spnego", "cifs.idmap", "pkcs7_test",
+};
+
+static int kernel_check_new(struct keyfs_backend *b, const char *type,
+			    const char *desc)
+{
+	unsigned char bits[2] = { 0, 0 };
+	const char *colon;
+	bool known = false;
+
+	(void)b;
+	if (!*type || strlen(type) > KEYFS_TYPE_MAX || !*desc ||
+	    strlen(desc) > KEYFS_DESC_MAX)
+		return -EINVAL;
+	if (type[0] == '.')
+		return -EPERM;
+	for (size_t i = 0; i < sizeof(kernel_types) / sizeof(kernel_types[0]); i++)
+		known = known || strcmp(type, kernel_types[i]) == 0;
+	if (!known)
+		return -ENODEV;
+	/* a kernel that cannot tell its capabilities leaves it to add */
+	if (strcmp(type, "big_key") == 0 &&
+	    keyctl_capabilities(bits, sizeof(bits)) >= 0 &&
+	    !(bits[0] & KEYCTL_CAPS0_BIG_KEY))
+		return -ENODEV;
+	/* logon_vet_description(): "subtype:rest", the subtype not empty */
+	colon = strchr(desc, ':');
+	if (strcmp(type, "logon") == 0 && (!colon || colon == desc))
+		return -EINVAL;
+	return 0;
+}
+
 static int read_sysctl(const char *name, unsigned long *val)
 {
 	char path[64], *text, *end;
@@ -2002,4 +2040,5 @@ const struct keyfs_backend_ops backend_kernel_ops = {
 	.proc_key_users		= kernel_proc_key_users,
 	.supports		= kernel_supports,
 	.quota			= kernel_quota,
+	.check_new		= kernel_check_new,
 };

@@ -1462,6 +1462,22 @@ out:
 	return ret;
 }
 
+/* add_key(2)'s checks of type and description, making nothing. */
+static int mem_check_new(struct keyfs_backend *b, const char *type,
+			 const char *desc)
+{
+	const struct mkey_type *t = NULL;
+	int ret;
+
+	(void)b;
+	if (!*desc || strlen(desc) > KEYFS_DESC_MAX)
+		return -EINVAL;
+	ret = mem_check_type(type, -ENODEV, &t);
+	if (ret == 0)
+		ret = mem_check_desc(t, desc);
+	return ret;
+}
+
 /* keyctl_update_key(): needs write on a valid key of an updatable type.
  * The kernel's keyctl_update refuses payloads over a page (EINVAL); the
  * type's own limit applies here, as backend.h promises. */
@@ -1846,4 +1862,5 @@ const struct keyfs_backend_ops backend_memory_ops = {
 	.proc_key_users = mem_proc_key_users,
 	.supports = mem_supports,
 	.quota = mem_quota,
+	.check_new = mem_check_new,
 };

@@ -104,7 +104,13 @@ int pending_create(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 	 * rules, not made anew. */
 	if (n)
 		return (flags & O_EXCL) ? -EEXIST : tree_node(ctx, n->ino, out);
-	ret = keyring_writable(ctx, c, keyring);
+	/* What add_key(2) would refuse at close is refused now: the backend
+	 * knows its types. */
+	ret = BACKEND_CALL(ctx, check_new, type, desc);
+	if (ret == -EOPNOTSUPP)
+		ret = 0;
+	if (ret == 0)
+		ret = keyring_writable(ctx, c, keyring);
 	if (ret < 0)
 		return ret;
 	n = node_new(ctx->nodes, NODE_PENDING, type, desc);

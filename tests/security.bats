@@ -161,3 +161,46 @@ except OSError as e:
 	assert_success
 	assert_output --partial "0 bad"
 }
+
+@test "creat of a name add_key would refuse fails at once and leaves nothing" {
+	run kerrno write "$MNT/session/%bogus:x" ""
+	assert_output ENODEV
+	run kerrno write "$MNT/session/%logon:lg" ""
+	assert_output EINVAL
+	if grep -qx have_big_key_type=0 "$MNT/.keyfs/supports"; then
+		run kerrno write "$MNT/session/%big_key:x" ""
+		assert_output ENODEV
+	fi
+	run ls -A "$MNT/session"
+	refute_output --partial bogus
+	refute_output --partial lg
+	# a logon name with its prefix is taken
+	run kerrno write "$MNT/session/%logon:svc:lg" ""
+	assert_output OK
+}
+
+@test "a create that fails leaves no pending entry behind" {
+	mkdir "$MNT/session/r" "$MNT/session/r2"
+	touch "$MNT/session/r/k"
+	# the possessor loses write on both keyrings: the add at close fails
+	xset perm 0x3b010000 "$MNT/session/r"
+	xset perm 0x3b010000 "$MNT/session/r2"
+	run kerrno write "$MNT/session/r/k" x
+	assert_output EACCES
+	run kerrno write "$MNT/session/r2/k" x
+	assert_output EACCES
+	xset perm 0x3f010000 "$MNT/session/r"
+	xset perm 0x3f010000 "$MNT/session/r2"
+	run ls -A "$MNT/session/r" "$MNT/session/r2"
+	refute_output --partial k
+}
+
+@test "a create in a revoked keyring fails with EKEYREVOKED" {
+	mkdir "$MNT/session/r"
+	echo session/r >"$MNT/.keyfs/revoke"
+	# touch: refused at creat, not made pending to fail at a later close
+	run kerrno write "$MNT/session/r/k" ""
+	assert_output EKEYREVOKED
+	run kerrno write "$MNT/session/r/k" x
+	assert_output EKEYREVOKED
+}
