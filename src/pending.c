@@ -92,6 +92,23 @@ static int check_future(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 	return ret;
 }
 
+/* The creator's identity, groups included, outlives its request: the key
+ * is made with it. */
+static void set_creator(struct node *n, const struct keyfs_cred *c)
+{
+	const gid_t *groups = NULL;
+	int ng = cred_groups(c, &groups);
+
+	if (ng > KEYFS_GROUPS_MAX)
+		ng = KEYFS_GROUPS_MAX;
+	if (ng > 0)
+		memcpy(n->creator_groups, groups, (size_t)ng * sizeof(gid_t));
+	n->creator = *c;
+	n->creator.lazy = NULL;
+	n->creator.groups = n->creator_groups;
+	n->creator.ngroups = ng > 0 ? ng : 0;
+}
+
 int pending_create(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 		   kserial_t keyring, const char *type, const char *desc,
 		   int flags, struct tnode *out)
@@ -121,21 +138,7 @@ int pending_create(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 	n->uid = c->uid;
 	n->gid = c->gid;
 	n->mtime = n->ctime = now;
-	/* The creator's identity, groups included, outlives the request. */
-	n->creator = *c;
-	n->creator.lazy = NULL;
-	n->creator.ngroups = 0;
-	{
-		const gid_t *groups = NULL;
-		int ng = cred_groups(c, &groups);
-
-		if (ng > KEYFS_GROUPS_MAX)
-			ng = KEYFS_GROUPS_MAX;
-		if (ng > 0)
-			memcpy(n->creator_groups, groups, (size_t)ng * sizeof(gid_t));
-		n->creator.ngroups = ng > 0 ? ng : 0;
-	}
-	n->creator.groups = n->creator_groups;
+	set_creator(n, c);
 	return tree_node(ctx, n->ino, out);
 }
 
