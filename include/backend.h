@@ -73,6 +73,12 @@ struct keyfs_backend_ops {
 	int (*add)(struct keyfs_backend *b, const struct keyfs_cred *c,
 		   const char *type, const char *desc, const void *payload,
 		   size_t len, kserial_t keyring, kserial_t *out);
+	/* Whether add would take a new key of this type and description,
+	 * making nothing: the errno add would give for them (ENODEV for a
+	 * type the store lacks, EINVAL for a description the type refuses),
+	 * else 0.  Lets keyfs refuse a file at creat rather than at close. */
+	int (*check_new)(struct keyfs_backend *b, const char *type,
+			 const char *desc);
 	int (*update)(struct keyfs_backend *b, const struct keyfs_cred *c,
 		      kserial_t key, const void *payload, size_t len);
 	int (*link)(struct keyfs_backend *b, const struct keyfs_cred *c,

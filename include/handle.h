@@ -18,6 +18,7 @@ struct handle {
 	uint64_t ino;
 	kserial_t serial;	/* H_KEY: the key; 0 while pending */
 	struct node *node;	/* H_KEY on a pending entry */
+	unsigned taken;		/* its node's taken count at open (pending.h) */
 	int ctl;		/* H_TEXT, H_CONTROL: enum ctl_file */
 	unsigned char *buf;	/* H_KEY: snapshot, then the edited payload; H_TEXT: text */
 	size_t len, cap;

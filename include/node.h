@@ -72,6 +72,12 @@ struct node {
 	struct timespec mtime, ctime;
 	kserial_t serial;	/* the key, once instantiated; 0 before.  NODE_ALIAS: the key it stands for */
 	bool unlinked;		/* removed before instantiation */
+	/* NODE_PENDING: who made it (pending.c).  The key is made with these
+	 * credentials, whoever writes it; taken counts removals and moves by
+	 * anyone else, which make the creator's open files fail at close. */
+	struct keyfs_cred creator;
+	gid_t creator_groups[KEYFS_GROUPS_MAX];
+	unsigned taken;
 };
 
 struct node_table;

@@ -24,6 +24,17 @@ bool perm_in_group(const struct keyfs_cred *c, gid_t gid);
 unsigned perm_granted(const struct keyfs_cred *c, uid_t kuid, gid_t kgid,
 		      uint32_t perm, bool possessed);
 
+/* The owner rules keyctl_setperm_key() and keyctl_chown_key() apply after
+ * the setattr check, in one place for both backends and for pending
+ * entries.  privileged stands for CAP_SYS_ADMIN (each caller says who
+ * holds it).  setperm: only the key's owner.  chown: the uid stays, the
+ * gid becomes one of the caller's groups ((uid_t)-1/(gid_t)-1: unchanged).
+ * 0 or -EACCES. */
+int perm_setperm_allowed(const struct keyfs_cred *c, uid_t kuid,
+			 bool privileged);
+int perm_chown_allowed(const struct keyfs_cred *c, uid_t kuid, gid_t kgid,
+		       uid_t uid, gid_t gid, bool privileged);
+
 /* Mode bits (0777) shown for a key: owner = possessor | user, group =
  * group, other = other; r = read, w = write, x = search. */
 mode_t perm_to_mode(uint32_t perm);

@@ -5,40 +5,19 @@
 
 #include "attr.h"
 #include "control.h"
+#include "pending.h"
 #include "perm.h"
-
-/* The permission add_key(2) gives a new key of this type, shown on a
- * pending entry until it is instantiated. */
-static uint32_t default_perm(const char *type)
-{
-	/* Possessor: all but read for unreadable types; user: view. */
-	if (strcmp(type, "logon") == 0)
-		return 0x3d010000;
-	return 0x3f010000;
-}
 
 int attr_key_info(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 		  const struct tnode *tn, struct key_info *ki)
 {
-	const struct node *n = tn->node;
-
-	if (tn->kind == T_KEY || (tn->kind == T_PENDING && n->serial))
+	if (tn->kind == T_KEY)
 		return BACKEND_CALL(ctx, describe, c, tn->serial, ki);
+	if (tn->kind == T_PENDING && tn->node->serial)
+		return BACKEND_CALL(ctx, describe, c, tn->node->serial, ki);
 	if (tn->kind != T_PENDING)
 		return -EINVAL;
-	memset(ki, 0, sizeof(*ki));
-	snprintf(ki->type, sizeof(ki->type), "%s", n->type);
-	snprintf(ki->desc, sizeof(ki->desc), "%s", n->desc);
-	ki->uid = n->uid;
-	ki->gid = n->gid;
-	ki->perm = n->perm_set ? n->perm : default_perm(n->type);
-	ki->state = KEY_STATE_PENDING;
-	ki->expiry = n->expiry;
-	ki->nlink = n->unlinked ? 0 : 1;
-	ki->possessed = c->uid == ctx->mounter.uid;
-	ki->mtime = n->mtime;
-	ki->ctime = n->ctime;
-	return 0;
+	return pending_info(ctx, c, tn->node, ki);
 }
 
 void attr_from_key(const struct key_info *ki, struct stat *st)

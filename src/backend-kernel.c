@@ -1865,8 +1865,8 @@ static int kernel_setperm(struct keyfs_backend *b, const struct keyfs_cred *c,
 		return -EINVAL;
 	ret = check_key(b, c, key, KEYFS_PERM_SETATTR, 0);
 	/* keyfs may be root: the owner rule must be keyfs's own */
-	if (ret == 0 && !is_mounter(b, c) && kkey_get(b, key)->uid != c->uid)
-		ret = -EACCES;
+	if (ret == 0)
+		ret = perm_setperm_allowed(c, kkey_get(b, key)->uid, is_mounter(b, c));
 	if (ret == 0)
 		ret = caller_begin(b, c, &sw);
 	if (ret < 0)
@@ -1882,18 +1882,6 @@ static int kernel_setperm(struct keyfs_backend *b, const struct keyfs_cred *c,
 	return ret;
 }
 
-/* The kernel's chown rules for a caller without CAP_SYS_ADMIN, which keyfs
- * itself may hold: the uid stays, the gid becomes one of the caller's. */
-static int chown_allowed(const struct keyfs_cred *c, const struct kkey *k,
-			 uid_t uid, gid_t gid)
-{
-	if (uid != (uid_t)-1 && uid != k->uid)
-		return -EACCES;
-	if (gid != (gid_t)-1 && gid != k->gid && !perm_in_group(c, gid))
-		return -EACCES;
-	return 0;
-}
-
 static int kernel_chown(struct keyfs_backend *b, const struct keyfs_cred *c,
 			kserial_t key, uid_t uid, gid_t gid)
 {
@@ -1904,8 +1892,11 @@ static int kernel_chown(struct keyfs_backend *b, const struct keyfs_cred *c,
 	if (uid == (uid_t)-1 && gid == (gid_t)-1)
 		return 0;
 	ret = check_key(b, c, key, KEYFS_PERM_SETATTR, 0);
-	if (ret == 0 && !is_mounter(b, c))
-		ret = chown_allowed(c, kkey_get(b, key), uid, gid);
+	/* keyfs may hold CAP_SYS_ADMIN: only the mounter acts with it */
+	if (ret == 0)
+		ret = perm_chown_allowed(c, kkey_get(b, key)->uid,
+					 kkey_get(b, key)->gid, uid, gid,
+					 is_mounter(b, c));
 	if (ret == 0)
 		ret = caller_begin(b, c, &sw);
 	if (ret < 0)
@@ -2150,6 +2141,44 @@ static int kernel_supports(struct keyfs_backend *b, char **text_alloc)
 	return 0;
 }
 
+/* The types add_key(2) may know: the keys subsystem's own, and those
+ * modules add (which may be absent; their add then fails at close).  The
+ * kernel cannot be asked without making a key. */
+static const char *const kernel_types[] = {
+	"user", "logon", "big_key", "keyring", "asymmetric", "encrypted",
+	"trusted", "dns_resolver", "rxrpc", "rxrpc_s", "ceph", "id_resolver",
+	"id_legacy", "cifs.spnego", "cifs.idmap", "pkcs7_test",
+};
+
+static int kernel_check_new(struct keyfs_backend *b, const char *type,
+			    const char *desc)
+{
+	unsigned char bits[2] = { 0, 0 };
+	const char *colon;
+	bool known = false;
+
+	(void)b;
+	if (!*type || strlen(type) > KEYFS_TYPE_MAX || !*desc ||
+	    strlen(desc) > KEYFS_DESC_MAX)
+		return -EINVAL;
+	if (type[0] == '.')
+		return -EPERM;
+	for (size_t i = 0; i < sizeof(kernel_types) / sizeof(kernel_types[0]); i++)
+		known = known || strcmp(type, kernel_types[i]) == 0;
+	if (!known)
+		return -ENODEV;
+	/* a kernel that cannot tell its capabilities leaves it to add */
+	if (strcmp(type, "big_key") == 0 &&
+	    keyctl_capabilities(bits, sizeof(bits)) >= 0 &&
+	    !(bits[0] & KEYCTL_CAPS0_BIG_KEY))
+		return -ENODEV;
+	/* logon_vet_description(): "subtype:rest", the subtype not empty */
+	colon = strchr(desc, ':');
+	if (strcmp(type, "logon") == 0 && (!colon || colon == desc))
+		return -EINVAL;
+	return 0;
+}
+
 static int read_sysctl(const char *name, unsigned long *val)
 {
 	char path[64], *text, *end;
@@ -2232,4 +2261,5 @@ const struct keyfs_backend_ops backend_kernel_ops = {
 	.proc_key_users		= kernel_proc_key_users,
 	.supports		= kernel_supports,
 	.quota			= kernel_quota,
+	.check_new		= kernel_check_new,
 };

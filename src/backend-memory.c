@@ -1469,6 +1469,22 @@ out:
 	return ret;
 }
 
+/* add_key(2)'s checks of type and description, making nothing. */
+static int mem_check_new(struct keyfs_backend *b, const char *type,
+			 const char *desc)
+{
+	const struct mkey_type *t = NULL;
+	int ret;
+
+	(void)b;
+	if (!*desc || strlen(desc) > KEYFS_DESC_MAX)
+		return -EINVAL;
+	ret = mem_check_type(type, -ENODEV, &t);
+	if (ret == 0)
+		ret = mem_check_desc(t, desc);
+	return ret;
+}
+
 /* keyctl_update_key(): needs write on a valid key of an updatable type.
  * The kernel's keyctl_update refuses payloads over a page (EINVAL); the
  * type's own limit applies here, as backend.h promises. */
@@ -1686,8 +1702,8 @@ static int mem_setperm(struct keyfs_backend *b, const struct keyfs_cred *c,
 	mem_begin(b);
 	ret = mem_lookup(b, c, key, MEM_LOOKUP_CREATE | MEM_LOOKUP_PARTIAL,
 			 KEYFS_PERM_SETATTR, &k);
-	if (ret == 0 && k->uid != c->uid && c->uid != 0)
-		ret = -EACCES;
+	if (ret == 0)
+		ret = perm_setperm_allowed(c, k->uid, c->uid == 0);
 	if (ret < 0) {
 		mem_end(b);
 		return ret;
@@ -1714,12 +1730,9 @@ static int mem_chown(struct keyfs_backend *b, const struct keyfs_cred *c,
 			 KEYFS_PERM_SETATTR, &k);
 	if (ret < 0)
 		goto out;
-	if (c->uid != 0 &&
-	    ((uid != (uid_t)-1 && uid != k->uid) ||
-	     (gid != (gid_t)-1 && gid != k->gid && !perm_in_group(c, gid)))) {
-		ret = -EACCES;
+	ret = perm_chown_allowed(c, k->uid, k->gid, uid, gid, c->uid == 0);
+	if (ret < 0)
 		goto out;
-	}
 	if (uid != (uid_t)-1 && uid != k->uid) {
 		if (k->in_quota)
 			ret = quota_room(b, uid, 1, (long)k->charged);
@@ -1859,4 +1872,5 @@ const struct keyfs_backend_ops backend_memory_ops = {
 	.proc_key_users = mem_proc_key_users,
 	.supports = mem_supports,
 	.quota = mem_quota,
+	.check_new = mem_check_new,
 };

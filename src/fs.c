@@ -17,6 +17,7 @@
 #include "fs.h"
 #include "handle.h"
 #include "names.h"
+#include "pending.h"
 #include "perm.h"
 #include "tree.h"
 
@@ -171,24 +172,16 @@ static int set_mode(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 
 	if (ret < 0)
 		return ret == -EINVAL ? -EPERM : ret;
-	if (tn->kind == T_PENDING && !tn->serial) {
-		tn->node->perm = perm_from_mode(ki.perm, mode);
-		tn->node->perm_set = true;
-		return 0;
-	}
+	if (tn->kind == T_PENDING && !tn->serial)
+		return pending_setperm(ctx, c, tn->node, perm_from_mode(ki.perm, mode));
 	return BACKEND_CALL(ctx, setperm, c, tn->serial, perm_from_mode(ki.perm, mode));
 }
 
 static int set_owner(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 		     const struct tnode *tn, uid_t uid, gid_t gid)
 {
-	if (tn->kind == T_PENDING && !tn->serial) {
-		if (uid != (uid_t)-1)
-			tn->node->uid = uid;
-		if (gid != (gid_t)-1)
-			tn->node->gid = gid;
-		return 0;
-	}
+	if (tn->kind == T_PENDING && !tn->serial)
+		return pending_chown(ctx, c, tn->node, uid, gid);
 	if (tn->kind != T_KEY && tn->kind != T_PENDING)
 		return -EPERM;
 	return BACKEND_CALL(ctx, chown, c, tn->serial, uid, gid);
@@ -236,7 +229,12 @@ static void fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 		else
 			ret = truncate_key(ctx, c, &tn, attr->st_size);
 	}
-	/* Times are accepted: keys keep no times the kernel would take. */
+	/* Times are accepted: keys keep no times the kernel would take; a
+	 * pending entry still says who may touch it. */
+	if (ret == 0 && tn.kind == T_PENDING && !tn.serial &&
+	    (to_set & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME |
+		       FUSE_SET_ATTR_ATIME_NOW | FUSE_SET_ATTR_MTIME_NOW)))
+		ret = pending_set_times(ctx, c, tn.node);
 	if (ret < 0) {
 		fuse_reply_err(req, -ret);
 		return;
@@ -372,9 +370,8 @@ static void fs_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 	struct tnode tn;
 	int ret = entry_of(ctx, c, parent, name, &keyring, &tn);
 
-	if (ret == 0 && tn.kind == T_PENDING) {
-		tn.node->unlinked = true;
-		node_forget(ctx->nodes, tn.ino, 0);
+	if (ret == 0 && tn.kind == T_PENDING && !tn.serial) {
+		ret = pending_unlink(ctx, c, tn.node);
 	} else if (ret == 0) {
 		ret = is_keyring(ctx, c, &tn) ? -EISDIR :
 		      BACKEND_CALL(ctx, unlink, c, tn.serial, keyring);
@@ -513,6 +510,9 @@ static void fs_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 	ret = entry_of(ctx, c, parent, name, &from, &tn);
 	if (ret == 0)
 		ret = parent_keyring(ctx, newparent, &to);
+	/* A pending entry moves by the rules of the key it will be. */
+	if (ret == 0 && tn.kind == T_PENDING && !tn.serial)
+		ret = pending_may_rename(ctx, c, tn.node, from, to);
 	if (ret == 0 && from == to) {
 		kserial_t target = 0;
 
@@ -530,6 +530,8 @@ static void fs_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 			ret = BACKEND_CALL(ctx, move, c, tn.serial, from, to,
 					   flags & RENAME_NOREPLACE ? KEYFS_MOVE_EXCL : 0);
 	}
+	if (ret == 0 && tn.kind == T_PENDING && !tn.serial)
+		pending_renamed(c, tn.node);
 	fuse_reply_err(req, ret < 0 ? -ret : 0);
 }
 
@@ -745,9 +747,30 @@ static void fs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		fuse_reply_err(req, -ret);
 		return;
 	}
+	/* The listing keeps inode numbers, never nodes: a node may be removed
+	 * and forgotten while the directory is open. */
+	for (size_t i = 0; i < h->nents; i++)
+		h->ents[i].tn.node = NULL;
 	fi->fh = (uintptr_t)h;
 	if (fuse_reply_open(req, fi) != 0)
 		handle_free(h);
+}
+
+/* The node of a listed entry as it is now; false when it is gone or was
+ * removed since opendir (it is then left out). */
+static bool dirent_now(struct keyfs_ctx *ctx, const struct tree_dirent *d,
+		       struct tnode *tn)
+{
+	struct node *n;
+
+	*tn = d->tn;
+	if (tn->kind != T_PENDING && tn->kind != T_SEARCHTYPE)
+		return true;
+	n = node_get(ctx->nodes, tn->ino);
+	if (!n || (n->kind == NODE_PENDING && n->unlinked))
+		return false;
+	tn->node = n;
+	return true;
 }
 
 /* One readdir(plus) reply from the listing made at opendir.  Offsets are
@@ -767,12 +790,15 @@ static void do_readdir(fuse_req_t req, size_t size, off_t off,
 	for (size_t i = (size_t)off; off >= 0 && i < h->nents; i++) {
 		struct tree_dirent *d = &h->ents[i];
 		bool dot = i < 2;
+		struct tnode tn;
 		size_t n;
 
+		if (!dirent_now(ctx, d, &tn))
+			continue;
 		if (plus) {
 			struct fuse_entry_param e;
 
-			fill_entry(ctx, &d->tn, &d->st, &e);
+			fill_entry(ctx, &tn, &d->st, &e);
 			if (dot)
 				e.ino = 0;	/* the kernel takes no reference for . and .. */
 			n = fuse_add_direntry_plus(req, buf + used, size - used,
@@ -784,7 +810,7 @@ static void do_readdir(fuse_req_t req, size_t size, off_t off,
 		if (n > size - used)
 			break;
 		if (plus && !dot)
-			took_ref(&d->tn);
+			took_ref(&tn);
 		used += n;
 	}
 	fuse_reply_buf(req, buf, used);
@@ -953,44 +979,20 @@ static void fs_access(fuse_req_t req, fuse_ino_t ino, int mask)
 	fuse_reply_err(req, ret < 0 ? -ret : 0);
 }
 
-/* The caller must be able to write the keyring a new key goes into. */
-static int may_add(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
-		   kserial_t keyring)
-{
-	struct key_info ki;
-	int ret = BACKEND_CALL(ctx, describe, c, keyring, &ki);
-
-	if (ret < 0)
-		return ret;
-	if (!keyfs_is_keyring_type(ki.type))
-		return -ENOTDIR;
-	return perm_check(c, ki.uid, ki.gid, ki.perm, ki.possessed, KEYFS_PERM_WRITE);
-}
-
 static int create_pending(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
-			  kserial_t keyring, const char *name, struct tnode *tn)
+			  kserial_t keyring, const char *name, int flags,
+			  struct tnode *tn)
 {
 	char type[KEYFS_TYPE_MAX + 1];
 	char *desc = malloc(KEYFS_DESC_MAX + 1);
-	struct node *n = NULL;
-	struct timespec now;
 	int ret = desc ? new_name(ctx, name, NULL, type, desc) : -ENOMEM;
 
 	if (ret == 0 && keyfs_is_keyring_type(type))
 		ret = -EISDIR;
 	if (ret == 0)
-		ret = may_add(ctx, c, keyring);
-	if (ret == 0 && !(n = node_new(ctx->nodes, NODE_PENDING, type, desc)))
-		ret = -ENOMEM;
+		ret = pending_create(ctx, c, keyring, type, desc, flags, tn);
 	free(desc);
-	if (ret < 0)
-		return ret;
-	clock_gettime(CLOCK_REALTIME, &now);
-	n->parent = keyring;
-	n->uid = c->uid;
-	n->gid = c->gid;
-	n->mtime = n->ctime = now;
-	return tree_node(ctx, n->ino, tn);
+	return ret;
 }
 
 static void fs_create(fuse_req_t req, fuse_ino_t parent, const char *name,
@@ -1019,7 +1021,7 @@ static void fs_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 		else if (ret == 0)
 			ret = tree_node(ctx, tree_ino(ctx, serial), &tn);
 		else if (ret == -ENOENT)
-			ret = create_pending(ctx, c, keyring, name, &tn);
+			ret = create_pending(ctx, c, keyring, name, fi->flags, &tn);
 	}
 	if (ret == 0)
 		ret = handle_open_key(ctx, c, &tn, fi->flags, &h);

@@ -7,6 +7,7 @@
 
 #include "attr.h"
 #include "handle.h"
+#include "pending.h"
 #include "perm.h"
 
 size_t handle_payload_max(const char *type)
@@ -123,11 +124,18 @@ int handle_open_key(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 		ret = -EACCES;
 		goto fail;
 	}
+	/* A pending entry by the rules of the key it will be. */
+	if (acc != O_RDONLY && !tn->serial && tn->kind == T_PENDING) {
+		ret = pending_may_write(ctx, c, tn->node);
+		if (ret < 0)
+			goto fail;
+	}
 	handle_set_opener(h, c, acc != O_RDONLY || tn->kind == T_PENDING);
 	attr_from_key(ki, &h->st);
 	h->st.st_ino = (ino_t)tn->ino;
 	h->serial = tn->serial;
 	h->node = tn->kind == T_PENDING ? tn->node : NULL;
+	h->taken = h->node ? h->node->taken : 0;
 	h->max = handle_payload_max(ki->type);
 	h->append = flags & O_APPEND;
 	switch (ki->state) {
@@ -265,34 +273,6 @@ int handle_truncate(struct handle *h, off_t size)
 	return 0;
 }
 
-/* Give a pending entry its key, then what was set on it meanwhile.  If
- * that fails, the new key is unlinked again: all or nothing. */
-static int instantiate(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
-		       struct handle *h)
-{
-	struct node *n = h->node;
-	kserial_t serial;
-	time_t now = time(NULL);
-	int ret;
-
-	ret = BACKEND_CALL(ctx, add, c, n->type, n->desc, h->buf, h->len,
-			   n->parent, &serial);
-	if (ret < 0)
-		return ret;
-	if (n->perm_set)
-		ret = BACKEND_CALL(ctx, setperm, c, serial, n->perm);
-	if (ret == 0 && n->expiry)
-		ret = BACKEND_CALL(ctx, set_timeout, c, serial,
-				   n->expiry > now ? (unsigned)(n->expiry - now) : 1);
-	if (ret < 0) {
-		BACKEND_CALL(ctx, unlink, &ctx->mounter, serial, n->parent);
-		return ret;
-	}
-	n->serial = serial;
-	h->serial = serial;
-	return 0;
-}
-
 int handle_update_payload(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 			  kserial_t serial, const void *buf, size_t len)
 {
@@ -332,11 +312,15 @@ int handle_commit(struct keyfs_ctx *ctx, struct handle *h)
 	if (!h->serial) {
 		/* An empty pending entry stays pending; a removed one, like an
 		 * unlinked file, takes its data nowhere. */
+		ret = pending_commit_check(h->node, h->taken);
+		if (ret < 0)
+			return ret;	/* someone else removed or moved it */
 		if (h->len == 0 || h->node->unlinked) {
 			h->dirty = false;	/* stays pending until a payload comes */
 			return 0;
 		}
-		ret = instantiate(ctx, c, h);
+		/* Made as its creator, whoever writes it. */
+		ret = pending_instantiate(ctx, h->node, h->buf, h->len, &h->serial);
 	} else {
 		ret = handle_update_payload(ctx, c, h->serial, h->buf, h->len);
 	}

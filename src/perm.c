@@ -68,6 +68,24 @@ int perm_check(const struct keyfs_cred *c, uid_t kuid, gid_t kgid,
 	return (granted & want) == want ? 0 : -EACCES;
 }
 
+int perm_setperm_allowed(const struct keyfs_cred *c, uid_t kuid,
+			 bool privileged)
+{
+	return privileged || kuid == c->uid ? 0 : -EACCES;
+}
+
+int perm_chown_allowed(const struct keyfs_cred *c, uid_t kuid, gid_t kgid,
+		       uid_t uid, gid_t gid, bool privileged)
+{
+	if (privileged)
+		return 0;
+	if (uid != (uid_t)-1 && uid != kuid)
+		return -EACCES;
+	if (gid != (gid_t)-1 && gid != kgid && !perm_in_group(c, gid))
+		return -EACCES;
+	return 0;
+}
+
 /* r, w, x of one class as mode bits shifted into place. */
 static mode_t class_to_mode(unsigned bits, int mode_shift)
 {

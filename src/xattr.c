@@ -9,6 +9,7 @@
 
 #include "attr.h"
 #include "parse.h"
+#include "pending.h"
 
 #define XATTR_PREFIX		"user.keyfs."
 /* The longest value a writable attribute takes: a 32-bit hex number or a
@@ -220,24 +221,6 @@ static int parse_expiry(const char *s, time_t now, unsigned *secs)
 	return 0;
 }
 
-/* A pending entry keeps what is set on it until the key is made; only
- * its creator (or root, as CAP_SYS_ADMIN may setperm any key) may. */
-static int set_pending(const struct keyfs_cred *c, struct node *n,
-		       enum xattr_id id, uint32_t perm, unsigned secs,
-		       time_t now)
-{
-	if (c->uid != n->uid && c->uid != 0)
-		return -EACCES;
-	if (id == XA_PERM) {
-		n->perm = perm;
-		n->perm_set = true;
-	} else {
-		n->expiry = secs ? now + (time_t)secs : 0;
-	}
-	clock_gettime(CLOCK_REALTIME, &n->ctime);
-	return 0;
-}
-
 int xattr_set(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 	      const struct tnode *tn, const char *name, const char *value,
 	      size_t size, int flags)
@@ -268,9 +251,11 @@ int xattr_set(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 	if (ret < 0)
 		return ret;
 
+	/* A pending entry keeps what is set on it until the key is made. */
 	if (tn->kind == T_PENDING && node_pending_live(tn->node))
-		return set_pending(c, tn->node, (enum xattr_id)id, perm, secs,
-				   now);
+		return id == XA_PERM ? pending_setperm(ctx, c, tn->node, perm) :
+		       pending_set_expiry(ctx, c, tn->node,
+					  secs ? now + (time_t)secs : 0);
 	serial = tn->serial;
 	if (serial == 0 && tn->kind == T_PENDING)
 		serial = tn->node->serial;

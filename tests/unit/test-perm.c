@@ -117,11 +117,39 @@ static void test_mode(void)
 	       "view, link and setattr survive chmod");
 }
 
+/* keyctl_setperm_key() and keyctl_chown_key() after the setattr check. */
+static void test_owner_rules(void)
+{
+	static const gid_t groups[] = { 50 };
+	struct keyfs_cred alice = { .uid = 1000, .gid = 100,
+				    .groups = groups, .ngroups = 1 };
+	struct keyfs_cred root = { .uid = 0, .gid = 0 };
+
+	is_int(perm_setperm_allowed(&alice, 1000, false), 0, "owner may setperm");
+	is_int(perm_setperm_allowed(&alice, 1001, false), -EACCES,
+	       "another user's key: no setperm");
+	is_int(perm_setperm_allowed(&root, 1001, true), 0,
+	       "privileged may setperm any key");
+	is_int(perm_chown_allowed(&alice, 1001, 100, 1000, (gid_t)-1, false), -EACCES,
+	       "no taking someone's key");
+	is_int(perm_chown_allowed(&alice, 1000, 100, 1001, (gid_t)-1, false), -EACCES,
+	       "no giving one's key away");
+	is_int(perm_chown_allowed(&alice, 1000, 100, 1000, 50, false), 0,
+	       "the gid may become one of the caller's groups");
+	is_int(perm_chown_allowed(&alice, 1000, 100, (uid_t)-1, 60, false), -EACCES,
+	       "but not a group the caller is not in");
+	is_int(perm_chown_allowed(&alice, 1000, 60, (uid_t)-1, 60, false), 0,
+	       "keeping the gid it has is no change");
+	is_int(perm_chown_allowed(&root, 1000, 100, 1001, 60, true), 0,
+	       "privileged may give any key to anyone");
+}
+
 int main(void)
 {
 	test_classes();
 	test_possessor();
 	test_want();
 	test_mode();
+	test_owner_rules();
 	return done_testing();
 }

@@ -1,0 +1,302 @@
+/* pending.c: pending entries: created names with no key yet, and who may do what to them. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "pending.h"
+#include "perm.h"
+
+/* The permission add_key(2) gives a new key of this type, shown on a
+ * pending entry until it is instantiated. */
+static uint32_t default_perm(const char *type)
+{
+	/* Possessor: all but read for unreadable types; user: view. */
+	if (strcmp(type, "logon") == 0)
+		return 0x3d010000;
+	return 0x3f010000;
+}
+
+/* root stands for CAP_SYS_ADMIN, as the memory backend has it. */
+static bool privileged(const struct keyfs_cred *c)
+{
+	return c->uid == 0;
+}
+
+static bool is_creator(const struct keyfs_cred *c, const struct node *n)
+{
+	return c->uid == n->creator.uid;
+}
+
+/* The keyring must take a change from c: a valid keyring c may write, as
+ * lookup_user_key(KEY_NEED_WRITE) finds it. */
+static int keyring_writable(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
+			    kserial_t keyring)
+{
+	struct key_info ki;
+	int ret = BACKEND_CALL(ctx, describe, c, keyring, &ki);
+
+	if (ret < 0)
+		return ret;
+	if (!keyfs_is_keyring_type(ki.type))
+		return -ENOTDIR;
+	switch (ki.state) {
+	case KEY_STATE_REVOKED:
+		return -EKEYREVOKED;
+	case KEY_STATE_EXPIRED:
+		return -EKEYEXPIRED;
+	case KEY_STATE_NEGATIVE:
+	case KEY_STATE_INVALIDATED:
+		return -ENOKEY;
+	default:
+		break;
+	}
+	return perm_check(c, ki.uid, ki.gid, ki.perm, ki.possessed, KEYFS_PERM_WRITE);
+}
+
+int pending_info(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
+		 const struct node *n, struct key_info *ki)
+{
+	struct key_info parent;
+
+	memset(ki, 0, sizeof(*ki));
+	snprintf(ki->type, sizeof(ki->type), "%s", n->type);
+	snprintf(ki->desc, sizeof(ki->desc), "%s", n->desc);
+	ki->uid = n->uid;
+	ki->gid = n->gid;
+	ki->perm = n->perm_set ? n->perm : default_perm(n->type);
+	ki->state = KEY_STATE_PENDING;
+	ki->expiry = n->expiry;
+	ki->nlink = n->unlinked ? 0 : 1;
+	/* The key will be possessed by whoever possesses its keyring. */
+	ki->possessed = BACKEND_CALL(ctx, describe, c, n->parent, &parent) == 0 &&
+			parent.possessed;
+	ki->mtime = n->mtime;
+	ki->ctime = n->ctime;
+	return 0;
+}
+
+/* c must hold want on the key the entry will be. */
+static int check_future(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
+			const struct node *n, unsigned want)
+{
+	struct key_info ki;
+	int ret;
+
+	if (!node_pending_live(n))
+		return -ENOENT;
+	ret = pending_info(ctx, c, n, &ki);
+	if (ret == 0)
+		ret = perm_check(c, ki.uid, ki.gid, ki.perm, ki.possessed, want);
+	return ret;
+}
+
+/* The creator's identity, groups included, outlives its request: the key
+ * is made with it. */
+static void set_creator(struct node *n, const struct keyfs_cred *c)
+{
+	const gid_t *groups = NULL;
+	int ng = cred_groups(c, &groups);
+
+	if (ng > KEYFS_GROUPS_MAX)
+		ng = KEYFS_GROUPS_MAX;
+	if (ng > 0)
+		memcpy(n->creator_groups, groups, (size_t)ng * sizeof(gid_t));
+	n->creator = *c;
+	n->creator.lazy = NULL;
+	n->creator.groups = n->creator_groups;
+	n->creator.ngroups = ng > 0 ? ng : 0;
+}
+
+int pending_create(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
+		   kserial_t keyring, const char *type, const char *desc,
+		   int flags, struct tnode *out)
+{
+	struct node *n = node_find_pending(ctx->nodes, keyring, type, desc);
+	struct timespec now;
+	int ret;
+
+	/* Someone's entry is there already: opening it is decided by its
+	 * rules, not made anew. */
+	if (n)
+		return (flags & O_EXCL) ? -EEXIST : tree_node(ctx, n->ino, out);
+	/* What add_key(2) would refuse at close is refused now: the backend
+	 * knows its types. */
+	ret = BACKEND_CALL(ctx, check_new, type, desc);
+	if (ret == -EOPNOTSUPP)
+		ret = 0;
+	if (ret == 0)
+		ret = keyring_writable(ctx, c, keyring);
+	if (ret < 0)
+		return ret;
+	n = node_new(ctx->nodes, NODE_PENDING, type, desc);
+	if (!n)
+		return -ENOMEM;
+	clock_gettime(CLOCK_REALTIME, &now);
+	n->parent = keyring;
+	n->uid = c->uid;
+	n->gid = c->gid;
+	n->mtime = n->ctime = now;
+	set_creator(n, c);
+	return tree_node(ctx, n->ino, out);
+}
+
+int pending_may_write(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
+		      const struct node *n)
+{
+	if (!node_pending_live(n))
+		return -ENOENT;
+	if (is_creator(c, n))
+		return 0;
+	return check_future(ctx, c, n, KEYFS_PERM_WRITE);
+}
+
+static void changed(struct node *n)
+{
+	clock_gettime(CLOCK_REALTIME, &n->ctime);
+}
+
+int pending_setperm(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
+		    struct node *n, uint32_t perm)
+{
+	int ret = check_future(ctx, c, n, KEYFS_PERM_SETATTR);
+
+	if (ret == 0)
+		ret = perm_setperm_allowed(c, n->uid, privileged(c));
+	if (ret == 0 && (perm & ~(uint32_t)0x3f3f3f3f))
+		ret = -EINVAL;
+	if (ret < 0)
+		return ret;
+	n->perm = perm;
+	n->perm_set = true;
+	changed(n);
+	return 0;
+}
+
+int pending_chown(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
+		  struct node *n, uid_t uid, gid_t gid)
+{
+	int ret;
+
+	if (uid == (uid_t)-1 && gid == (gid_t)-1)
+		return node_pending_live(n) ? 0 : -ENOENT;
+	ret = check_future(ctx, c, n, KEYFS_PERM_SETATTR);
+	if (ret == 0)
+		ret = perm_chown_allowed(c, n->uid, n->gid, uid, gid, privileged(c));
+	if (ret < 0)
+		return ret;
+	if (uid != (uid_t)-1)
+		n->uid = uid;
+	if (gid != (gid_t)-1)
+		n->gid = gid;
+	changed(n);
+	return 0;
+}
+
+int pending_set_expiry(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
+		       struct node *n, time_t expiry)
+{
+	int ret = check_future(ctx, c, n, KEYFS_PERM_SETATTR);
+
+	if (ret < 0)
+		return ret;
+	n->expiry = expiry;
+	changed(n);
+	return 0;
+}
+
+int pending_set_times(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
+		      const struct node *n)
+{
+	/* Keys keep no times the kernel would take; this only says whether
+	 * c may touch the entry at all. */
+	if (!node_pending_live(n))
+		return -ENOENT;
+	if (c->uid == n->uid || privileged(c))
+		return 0;
+	return pending_may_write(ctx, c, n);
+}
+
+static void taken_by(const struct keyfs_cred *c, struct node *n)
+{
+	if (!is_creator(c, n))
+		n->taken++;
+}
+
+int pending_unlink(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
+		   struct node *n)
+{
+	int ret;
+
+	if (!node_pending_live(n))
+		return -ENOENT;
+	ret = keyring_writable(ctx, c, n->parent);
+	if (ret < 0)
+		return ret;
+	taken_by(c, n);
+	n->unlinked = true;
+	node_forget(ctx->nodes, n->ino, 0);
+	return 0;
+}
+
+int pending_may_rename(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
+		       const struct node *n, kserial_t from, kserial_t to)
+{
+	int ret = node_pending_live(n) ? 0 : -ENOENT;
+
+	if (ret == 0 && from != to)
+		ret = check_future(ctx, c, n, KEYFS_PERM_LINK);
+	if (ret == 0)
+		ret = keyring_writable(ctx, c, from);
+	if (ret == 0 && from != to)
+		ret = keyring_writable(ctx, c, to);
+	return ret;
+}
+
+void pending_renamed(const struct keyfs_cred *c, struct node *n)
+{
+	taken_by(c, n);
+	changed(n);
+}
+
+int pending_commit_check(const struct node *n, unsigned taken_at_open)
+{
+	return n->taken != taken_at_open ? -ENOENT : 0;
+}
+
+int pending_instantiate(struct keyfs_ctx *ctx, struct node *n,
+			const void *buf, size_t len, kserial_t *out)
+{
+	const struct keyfs_cred *c = &n->creator;
+	kserial_t serial;
+	time_t now = time(NULL);
+	int ret;
+
+	ret = BACKEND_CALL(ctx, add, c, n->type, n->desc, buf, len, n->parent,
+			   &serial);
+	if (ret < 0)
+		goto fail;
+	/* The permission last: it may take setattr from the creator. */
+	if (n->uid != c->uid || n->gid != c->gid)
+		ret = BACKEND_CALL(ctx, chown, c, serial,
+				   n->uid != c->uid ? n->uid : (uid_t)-1,
+				   n->gid != c->gid ? n->gid : (gid_t)-1);
+	if (ret == 0 && n->expiry)
+		ret = BACKEND_CALL(ctx, set_timeout, c, serial,
+				   n->expiry > now ? (unsigned)(n->expiry - now) : 1);
+	if (ret == 0 && n->perm_set)
+		ret = BACKEND_CALL(ctx, setperm, c, serial, n->perm);
+	if (ret < 0) {
+		BACKEND_CALL(ctx, unlink, &ctx->mounter, serial, n->parent);
+		goto fail;
+	}
+	n->serial = serial;
+	*out = serial;
+	return 0;
+fail:
+	/* Nothing is left of a failed create: the entry goes with it (freed
+	 * at the kernel's forget, as an open file may still hold it). */
+	n->unlinked = true;
+	return ret;
+}
