@@ -13,6 +13,7 @@
 #include <keyutils.h>
 
 #include "backend.h"
+#include "hash.h"
 #include "perm.h"
 
 #define PROC_KEYS		"/proc/keys"
@@ -156,23 +157,6 @@ static bool is_mounter(const struct keyfs_backend *b,
 		       const struct keyfs_cred *c)
 {
 	return !c || c->uid == b->uid;
-}
-
-static size_t serial_slot(kserial_t s, size_t nslots)
-{
-	return ((uint32_t)s * 2654435761u) & (nslots - 1);
-}
-
-static uint32_t name_hash(const char *type, const char *desc)
-{
-	uint32_t h = 2166136261u;
-
-	for (const char *p = type; *p; p++)
-		h = (h ^ (unsigned char)*p) * 16777619u;
-	h = (h ^ 0xff) * 16777619u;
-	for (const char *p = desc; *p; p++)
-		h = (h ^ (unsigned char)*p) * 16777619u;
-	return h;
 }
 
 /* A whole /proc file; *text_alloc is malloc'd and NUL-terminated. */
@@ -413,7 +397,7 @@ static struct kkey *kkey_get(struct keyfs_backend *b, kserial_t s)
 
 	if (!b->nslots)
 		return NULL;
-	for (k = b->slots[serial_slot(s, b->nslots)]; k; k = k->next)
+	for (k = b->slots[hash_serial(s, b->nslots)]; k; k = k->next)
 		if (k->serial == s)
 			return k;
 	return NULL;
@@ -429,7 +413,7 @@ static int kkey_grow(struct keyfs_backend *b)
 		return -ENOMEM;
 	for (size_t i = 0; i < b->nslots; i++)
 		for (k = b->slots[i]; k; k = next) {
-			size_t j = serial_slot(k->serial, nslots);
+			size_t j = hash_serial(k->serial, nslots);
 
 			next = k->next;
 			k->next = slots[j];
@@ -456,7 +440,7 @@ static struct kkey *kkey_make(struct keyfs_backend *b, kserial_t s)
 		return NULL;
 	k->serial = s;
 	k->mtime = k->ctime = real_now();
-	i = serial_slot(s, b->nslots);
+	i = hash_serial(s, b->nslots);
 	k->next = b->slots[i];
 	b->slots[i] = k;
 	b->n++;
@@ -494,7 +478,7 @@ static void kkey_drop(struct keyfs_backend *b, kserial_t s)
 
 	if (!b->nslots)
 		return;
-	for (pp = &b->slots[serial_slot(s, b->nslots)]; (k = *pp);
+	for (pp = &b->slots[hash_serial(s, b->nslots)]; (k = *pp);
 	     pp = &k->next)
 		if (k->serial == s) {
 			*pp = k->next;
@@ -775,7 +759,7 @@ static int pcache_fill(struct pcache *pc, const char *text)
 		if (parse_proc_line(p, now, &n.ents[n.n]) == 0)
 			n.n++;
 	for (size_t i = 0; i < n.n; i++) {
-		size_t j = serial_slot(n.ents[i].serial, n.nslots);
+		size_t j = hash_serial(n.ents[i].serial, n.nslots);
 
 		n.ents[i].next = n.slots[j];
 		n.slots[j] = &n.ents[i];
@@ -828,7 +812,7 @@ static struct pent *proc_find(struct keyfs_backend *b, kserial_t s)
 
 	if (!b->proc.valid)
 		return NULL;
-	for (pe = b->proc.slots[serial_slot(s, b->proc.nslots)]; pe;
+	for (pe = b->proc.slots[hash_serial(s, b->proc.nslots)]; pe;
 	     pe = pe->next)
 		if (pe->serial == s)
 			return pe;
@@ -859,7 +843,7 @@ static struct ient *idx_by_serial(struct kidx *x, kserial_t s)
 {
 	struct ient *e;
 
-	for (e = x->by_serial[serial_slot(s, x->nslots)]; e;
+	for (e = x->by_serial[hash_serial(s, x->nslots)]; e;
 	     e = e->serial_next)
 		if (e->serial == s)
 			return e;
@@ -869,7 +853,7 @@ static struct ient *idx_by_serial(struct kidx *x, kserial_t s)
 static struct ient *idx_by_name(struct keyfs_backend *b, struct kidx *x,
 				const char *type, const char *desc)
 {
-	uint32_t h = name_hash(type, desc);
+	uint32_t h = hash_name(type, desc);
 	struct ient *e;
 	struct kkey *k;
 
@@ -886,7 +870,7 @@ static struct ient *idx_by_name(struct keyfs_backend *b, struct kidx *x,
 
 static void idx_chain(struct kidx *x, struct ient *e)
 {
-	size_t i = serial_slot(e->serial, x->nslots);
+	size_t i = hash_serial(e->serial, x->nslots);
 
 	e->serial_next = x->by_serial[i];
 	x->by_serial[i] = e;
@@ -936,7 +920,7 @@ static int idx_insert(struct kidx *x, kserial_t s, const struct kkey *k)
 	e->serial = s;
 	e->named = k && k->desc;
 	if (e->named) {
-		e->hash = name_hash(k->type, k->desc);
+		e->hash = hash_name(k->type, k->desc);
 		e->keyring = keyfs_is_keyring_type(k->type);
 	}
 	idx_chain(x, e);
@@ -949,7 +933,7 @@ static void idx_remove(struct kidx *x, kserial_t s)
 {
 	struct ient **pp, *e = NULL;
 
-	for (pp = &x->by_serial[serial_slot(s, x->nslots)]; *pp;
+	for (pp = &x->by_serial[hash_serial(s, x->nslots)]; *pp;
 	     pp = &(*pp)->serial_next)
 		if ((*pp)->serial == s) {
 			e = *pp;

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hash.h"
 #include "memory.h"
 #include "perm.h"
 
@@ -40,16 +41,11 @@ static bool is_keyring(const struct mkey *k)
 
 /* ---- the serial table ---- */
 
-static size_t serial_slot(const struct keyfs_backend *b, kserial_t serial)
-{
-	return ((uint32_t)serial * 2654435761u) & (b->tcap - 1);
-}
-
 struct mkey *mem_key_get(const struct keyfs_backend *b, kserial_t serial)
 {
 	if (!b->tcap)
 		return NULL;
-	for (struct mkey *k = b->table[serial_slot(b, serial)]; k; k = k->hnext)
+	for (struct mkey *k = b->table[hash_serial(serial, b->tcap)]; k; k = k->hnext)
 		if (k->serial == serial)
 			return k;
 	return NULL;
@@ -72,7 +68,7 @@ int mem_table_reserve(struct keyfs_backend *b)
 	b->tcap = ncap;
 	for (size_t i = 0; i < oldcap; i++)
 		for (struct mkey *k = old[i], *next; k; k = next) {
-			size_t s = serial_slot(b, k->serial);
+			size_t s = hash_serial(k->serial, b->tcap);
 
 			next = k->hnext;
 			k->hnext = nt[s];
@@ -84,7 +80,7 @@ int mem_table_reserve(struct keyfs_backend *b)
 
 static void table_insert(struct keyfs_backend *b, struct mkey *k)
 {
-	size_t s = serial_slot(b, k->serial);
+	size_t s = hash_serial(k->serial, b->tcap);
 
 	k->hnext = b->table[s];
 	b->table[s] = k;
@@ -93,7 +89,7 @@ static void table_insert(struct keyfs_backend *b, struct mkey *k)
 
 static void table_remove(struct keyfs_backend *b, struct mkey *k)
 {
-	for (struct mkey **p = &b->table[serial_slot(b, k->serial)]; *p;
+	for (struct mkey **p = &b->table[hash_serial(k->serial, b->tcap)]; *p;
 	     p = &(*p)->hnext)
 		if (*p == k) {
 			*p = k->hnext;

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hash.h"
 #include "memory.h"
 
 /* ---- payload types: user, logon, big_key ---- */
@@ -185,19 +186,6 @@ static const struct mkey_type mtype_big_key = {
 
 /* ---- the keyring link table ---- */
 
-static size_t index_hash(const struct mkey_type *type, const char *desc)
-{
-	/* FNV-1a over the type name and the description. */
-	size_t h = 2166136261u;
-
-	for (const char *p = type->name; *p; p++)
-		h = (h ^ (unsigned char)*p) * 16777619u;
-	h = (h ^ 0xff) * 16777619u;
-	for (const char *p = desc; *p; p++)
-		h = (h ^ (unsigned char)*p) * 16777619u;
-	return h;
-}
-
 struct mring *mring_alloc(void)
 {
 	return calloc(1, sizeof(struct mring));
@@ -218,7 +206,7 @@ static size_t index_slot(const struct mring *r, const struct mkey_type *type,
 			 const char *desc)
 {
 	size_t mask = r->icap - 1;
-	size_t i = index_hash(type, desc) & mask;
+	size_t i = hash_name(type->name, desc) & mask;
 
 	while (r->index[i]) {
 		struct mkey *k = r->index[i];
@@ -313,7 +301,7 @@ static void index_delete(struct mring *r, size_t i)
 		j = (j + 1) & mask;
 		if (!r->index[j])
 			return;
-		home = index_hash(r->index[j]->type, r->index[j]->desc) & mask;
+		home = hash_name(r->index[j]->type->name, r->index[j]->desc) & mask;
 		/* Move j back into the hole unless its home lies cyclically
 		 * in (i, j]. */
 		if (i <= j ? (home <= i || home > j) : (home <= i && home > j)) {
