@@ -34,8 +34,9 @@ xget() { getfattr --absolute-names --only-values -n "user.keyfs.$1" -- "$2"; }
 xset() { setfattr -n "user.keyfs.$1" -v "\"$2\"" -- "$3"; }
 
 # The reader of the rotation test: opens and reads KEY until STOP exists
-# (or LIMIT seconds pass) and prints "reads N errors {...} bad N", where
-# bad counts reads that were neither OLD nor NEW.
+# (or LIMIT seconds pass), making STOP.ready after its first read, and
+# prints "reads N errors {...} bad N", where bad counts reads that were
+# neither OLD nor NEW.
 ROTATE_READER_PY='
 import errno, os, sys, time
 key, stop, old, new, limit = sys.argv[1:6]
@@ -62,19 +63,23 @@ while time.monotonic() < deadline:
 		name = errno.errorcode.get(e.errno, str(e.errno))
 		errors[name] = errors.get(name, 0) + 1
 	reads += 1
+	if reads == 1:
+		open(stop + ".ready", "w").close()
 	if done:
 		break
 print("reads %d errors %s bad %d" % (reads, errors, bad))
 '
 
-# The rotator: the manual's rotation (write KEY.new, rename it onto KEY)
-# COUNT times or for LIMIT seconds, alternating OLD and NEW; then STOP.
-# Python, not a shell loop of cat and mv: the same system calls, fast
-# enough to race the reader many times.
+# The rotator: once the reader has started, the manual's rotation (write
+# KEY.new, rename it onto KEY) COUNT times or for LIMIT seconds,
+# alternating OLD and NEW; then STOP.  Python, not a shell loop of cat and
+# mv: the same system calls, fast enough to race the reader many times.
 ROTATE_WRITER_PY='
 import os, sys, time
 key, stop, old, new, count, limit = sys.argv[1:7]
 deadline = time.monotonic() + float(limit)
+while not os.path.exists(stop + ".ready") and time.monotonic() < deadline:
+	time.sleep(0.01)
 i = 0
 while i < int(count) and time.monotonic() < deadline:
 	with open(key + ".new", "wb") as f:
@@ -93,7 +98,7 @@ rotate_under_reader()
 	"$KEYFS_PY" -c "$ROTATE_READER_PY" "$key" "$stop" "$old" "$new" 60 \
 		>"$BATS_TEST_TMPDIR/reader.out" &
 	local reader=$!
-	"$KEYFS_PY" -c "$ROTATE_WRITER_PY" "$key" "$stop" "$old" "$new" 600 30
+	"$KEYFS_PY" -c "$ROTATE_WRITER_PY" "$key" "$stop" "$old" "$new" 1000 30
 	wait "$reader"
 	out=$(cat "$BATS_TEST_TMPDIR/reader.out")
 	echo "$out"
