@@ -90,10 +90,15 @@ struct node *node_get(struct node_table *t, uint64_t ino);
  * type and desc are copied. */
 struct node *node_new(struct node_table *t, enum node_kind kind,
 		      const char *type, const char *desc);
-/* Make inode ino (a key's serial) stand for key target until the kernel
- * forgets ino: after a rename replaced target's payload with the key ino
- * was, the kernel keeps ino under target's name.  NULL on ENOMEM. */
-struct node *node_add_alias(struct node_table *t, uint64_t ino, kserial_t target);
+/* The kernel took one more reference on key inode ino (a lookup, a
+ * readdirplus entry); node_forget gives it back. */
+void node_key_ref(struct node_table *t, uint64_t ino);
+/* A rename gave key from's payload to key to and unlinked from (ino is
+ * from's inode): every inode standing for from now stands for to, and when
+ * from is gone (it was linked nowhere else) so does ino, for as long as the
+ * kernel holds it, since the kernel keeps ino under the new name. */
+void node_renamed(struct node_table *t, uint64_t ino, kserial_t from,
+		  kserial_t to, bool gone);
 
 /* The live pending entry of this type and description in keyring parent. */
 struct node *node_find_pending(struct node_table *t, kserial_t parent,

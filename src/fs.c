@@ -70,10 +70,12 @@ static void fill_entry(struct keyfs_ctx *ctx, const struct tnode *tn,
 }
 
 /* The kernel now holds one more reference to this inode. */
-static void took_ref(const struct tnode *tn)
+static void took_ref(struct keyfs_ctx *ctx, const struct tnode *tn)
 {
 	if (tn->node)
 		tn->node->nlookup++;
+	else if (tn->kind == T_KEY)
+		node_key_ref(ctx->nodes, tn->ino);
 }
 
 static void reply_entry(fuse_req_t req, struct keyfs_ctx *ctx,
@@ -89,7 +91,7 @@ static void reply_entry(fuse_req_t req, struct keyfs_ctx *ctx,
 	}
 	fill_entry(ctx, tn, &st, &e);
 	if (fuse_reply_entry(req, &e) == 0)
-		took_ref(tn);
+		took_ref(ctx, tn);
 }
 
 void fs_key_changed(struct keyfs_ctx *ctx, kserial_t serial)
@@ -401,10 +403,19 @@ static void fs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 	fuse_reply_err(req, ret < 0 ? -ret : 0);
 }
 
+/* Whether a plain entry name (no %TYPE:) can stand for a key of type. */
+static bool plain_name_fits(const struct keyfs_ctx *ctx, const char *type)
+{
+	return strcmp(type, "user") == 0 || keyfs_is_keyring_type(type) ||
+	       strcmp(type, ctx->opts.default_type) == 0;
+}
+
 /* A key keeps its own name in every keyring: ln and mv across keyrings
- * may not give it another. */
+ * may not give it another, and answer mismatch (-EINVAL, -EXDEV) when
+ * newname is not the key's own. */
 static int check_own_name(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
-			  const struct tnode *tn, const char *newname)
+			  const struct tnode *tn, const char *newname,
+			  int mismatch)
 {
 	char type[KEYFS_TYPE_MAX + 1];
 	char *desc = malloc(KEYFS_DESC_MAX + 1);
@@ -419,16 +430,41 @@ static int check_own_name(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 		ret = name_parse(newname, type, desc, &typed);
 	if (ret == 0 && (strcmp(desc, ki.desc) != 0 ||
 			 (typed && strcmp(type, ki.type) != 0) ||
-			 (!typed && strcmp(ki.type, "user") != 0 &&
-			  !keyfs_is_keyring_type(ki.type) &&
-			  strcmp(ki.type, ctx->opts.default_type) != 0)))
-		ret = -EINVAL;
+			 (!typed && !plain_name_fits(ctx, ki.type))))
+		ret = mismatch;
 	free(desc);
 	return ret;
 }
 
+/* Give a key a rename made what the source had: expiry, owner (as far as
+ * the caller may: like mv(1), a caller who may not chown keeps the key as
+ * its own) and, last, since it may take the caller's own rights away, the
+ * permission. */
+static int carry_attrs(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
+		       kserial_t key, const struct key_info *from)
+{
+	time_t now = time(NULL);
+	int ret = 0;
+
+	if (from->expiry)
+		ret = BACKEND_CALL(ctx, set_timeout, c, key,
+				   from->expiry > now ? (unsigned)(from->expiry - now) : 1);
+	if (ret == 0 && (from->uid != c->uid || from->gid != c->gid)) {
+		ret = BACKEND_CALL(ctx, chown, c, key, from->uid, from->gid);
+		if ((ret == -EACCES || ret == -EPERM) && from->gid != c->gid)
+			ret = BACKEND_CALL(ctx, chown, c, key, (uid_t)-1, from->gid);
+		if (ret == -EACCES || ret == -EPERM)
+			ret = 0;
+	}
+	if (ret == 0)
+		ret = BACKEND_CALL(ctx, setperm, c, key, from->perm);
+	return ret;
+}
+
 /* Rename in one keyring: the target takes the source's payload and the
- * source goes, which is what save-by-rename (editors, sed -i) needs. */
+ * source goes, which is what save-by-rename (editors, sed -i) needs.  A
+ * new name gets a new key (the kernel cannot rename one) with the
+ * source's attributes. */
 static int rename_in_keyring(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 			     kserial_t keyring, const struct tnode *src,
 			     const char *newname, unsigned flags, kserial_t *out)
@@ -436,8 +472,9 @@ static int rename_in_keyring(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 	char type[KEYFS_TYPE_MAX + 1];
 	char *desc = NULL;
 	struct handle *h = NULL;
-	struct key_info ki;
+	struct key_info ki, ti;
 	kserial_t target;
+	bool typed, made = false;
 	int ret;
 
 	if (is_keyring(ctx, c, src))
@@ -448,8 +485,12 @@ static int rename_in_keyring(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 	desc = malloc(KEYFS_DESC_MAX + 1);
 	if (!desc)
 		return -ENOMEM;
-	ret = new_name(ctx, newname, ki.type, type, desc);
-	if (ret == 0 && strcmp(type, ki.type) != 0)
+	ret = name_parse(newname, type, desc, &typed);
+	if (ret == 0 && !typed)
+		snprintf(type, sizeof(type), "%s", ki.type);
+	/* A plain name must find the new key again as lookup reads it. */
+	if (ret == 0 && (strcmp(type, ki.type) != 0 ||
+			 (!typed && !plain_name_fits(ctx, ki.type))))
 		ret = -EINVAL;
 	if (ret < 0)
 		goto out;
@@ -458,6 +499,13 @@ static int rename_in_keyring(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 		ret = -EEXIST;
 	else if (ret == -ENOENT)
 		ret = 0, target = 0;
+	/* A plain name can find a key of another type (a user key before
+	 * one of default_type): that would be a change of type. */
+	if (ret == 0 && target && target != src->serial) {
+		ret = BACKEND_CALL(ctx, describe, c, target, &ti);
+		if (ret == 0 && strcmp(ti.type, ki.type) != 0)
+			ret = -EINVAL;
+	}
 	if (ret < 0)
 		goto out;
 	if (src->kind == T_PENDING && !src->serial) {
@@ -473,18 +521,27 @@ static int rename_in_keyring(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 	ret = handle_open_key(ctx, c, src, O_RDONLY, &h);
 	if (ret < 0)
 		goto out;
-	if (target)
+	if (target) {
 		ret = handle_update_payload(ctx, c, target, h->buf, h->len);
-	else
+	} else {
 		ret = BACKEND_CALL(ctx, add, c, type, desc, h->buf, h->len, keyring, &target);
+		made = ret == 0;
+		if (ret == 0)
+			ret = carry_attrs(ctx, c, target, &ki);
+	}
 	if (ret == 0 && target != src->serial)
 		ret = BACKEND_CALL(ctx, unlink, c, src->serial, keyring);
-	/* The kernel now takes newname for the source's inode, but the target
-	 * key kept its own serial.  Until the kernel looks the name up again,
-	 * the source's inode, if this keyring was its only one, stands for the
-	 * target key, so a reader never meets a vanished key. */
-	if (ret == 0 && target != src->serial && ki.nlink <= 1)
-		node_add_alias(ctx->nodes, src->ino, target);
+	/* All or nothing: a key made for newname goes again (unlinking needs
+	 * write on the keyring only, which the caller had to make it). */
+	if (ret < 0 && made)
+		BACKEND_CALL(ctx, unlink, c, target, keyring);
+	/* The kernel now keeps the source's inode under newname, but the
+	 * target key kept its own serial.  As long as the kernel holds that
+	 * inode it stands for the target, so a reader that found newname
+	 * before the kernel looks it up again never meets a vanished key. */
+	if (ret == 0 && target != src->serial)
+		node_renamed(ctx->nodes, src->ino, src->serial, target,
+			     ki.nlink <= 1);
 	if (ret == 0)
 		*out = target;
 out:
@@ -522,7 +579,9 @@ static void fs_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 			fs_forget_name(ctx, newparent, newname);
 	}
 	else if (ret == 0)
-		ret = check_own_name(ctx, c, &tn, newname);
+		/* Another name in another keyring is no one kernel operation:
+		 * EXDEV makes mv(1) and file managers copy and delete. */
+		ret = check_own_name(ctx, c, &tn, newname, -EXDEV);
 	if (ret == 0 && from != to) {
 		if (tn.kind == T_PENDING && !tn.serial)
 			tn.node->parent = to;
@@ -550,7 +609,7 @@ static void fs_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
 	if (ret == 0)
 		ret = parent_keyring(ctx, newparent, &keyring);
 	if (ret == 0)
-		ret = check_own_name(ctx, c, &tn, newname);
+		ret = check_own_name(ctx, c, &tn, newname, -EINVAL);
 	if (ret == 0)
 		ret = BACKEND_CALL(ctx, link, c, tn.serial, keyring);
 	if (ret < 0)
@@ -810,7 +869,7 @@ static void do_readdir(fuse_req_t req, size_t size, off_t off,
 		if (n > size - used)
 			break;
 		if (plus && !dot)
-			took_ref(&tn);
+			took_ref(ctx, &tn);
 		used += n;
 	}
 	fuse_reply_buf(req, buf, used);
@@ -1036,7 +1095,7 @@ static void fs_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	fi->fh = (uintptr_t)h;
 	fi->direct_io = 1;
 	if (fuse_reply_create(req, &e, fi) == 0)
-		took_ref(&tn);
+		took_ref(ctx, &tn);
 	else
 		handle_free(h);
 }

@@ -6,9 +6,20 @@
 #include "node.h"
 
 #define NODE_BUCKETS 256	/* pending entries are few; a small table is plenty */
+#define KEYREF_BUCKETS 1024	/* one per key inode the kernel holds */
+
+/* The kernel's lookup count of one key's inode.  Counted so that, after a
+ * rename, the inode can stand for the key that took its payload for
+ * exactly as long as the kernel may still use it. */
+struct keyref {
+	uint64_t ino;
+	uint64_t nlookup;
+	struct keyref *next;
+};
 
 struct node_table {
 	struct node *bucket[NODE_BUCKETS];
+	struct keyref *keyref[KEYREF_BUCKETS];
 	struct node *all;	/* every node, for the per-keyring walks */
 	uint64_t next_ino;
 };
@@ -44,6 +55,11 @@ void node_table_free(struct node_table *t)
 		next = n->lnext;
 		node_free(n);
 	}
+	for (size_t i = 0; i < KEYREF_BUCKETS; i++)
+		for (struct keyref *r = t->keyref[i], *rnext; r; r = rnext) {
+			rnext = r->next;
+			free(r);
+		}
 	free(t);
 }
 
@@ -86,24 +102,80 @@ struct node *node_new(struct node_table *t, enum node_kind kind,
 	return n;
 }
 
-struct node *node_add_alias(struct node_table *t, uint64_t ino, kserial_t target)
+static struct keyref **keyref_slot(struct node_table *t, uint64_t ino)
+{
+	struct keyref **pp = &t->keyref[(ino ^ (ino >> 13)) % KEYREF_BUCKETS];
+
+	while (*pp && (*pp)->ino != ino)
+		pp = &(*pp)->next;
+	return pp;
+}
+
+void node_key_ref(struct node_table *t, uint64_t ino)
 {
 	struct node *n = node_get(t, ino);
+	struct keyref **pp;
 
 	if (n) {
-		n->serial = target;	/* renamed over twice: the latest wins */
-		return n;
+		n->nlookup++;	/* an alias the kernel looked up again */
+		return;
 	}
+	pp = keyref_slot(t, ino);
+	if (!*pp) {
+		/* Out of memory the count is lost: such an inode, renamed
+		 * away, then stands for nothing (ENOKEY), as before counts. */
+		*pp = calloc(1, sizeof(**pp));
+		if (!*pp)
+			return;
+		(*pp)->ino = ino;
+	}
+	(*pp)->nlookup++;
+}
+
+static void keyref_forget(struct node_table *t, uint64_t ino, uint64_t count)
+{
+	struct keyref **pp = keyref_slot(t, ino), *r = *pp;
+
+	if (!r)
+		return;
+	if (count < r->nlookup) {
+		r->nlookup -= count;
+		return;
+	}
+	*pp = r->next;
+	free(r);
+}
+
+void node_renamed(struct node_table *t, uint64_t ino, kserial_t from,
+		  kserial_t to, bool gone)
+{
+	struct keyref **pp;
+	struct node *n;
+
+	/* Inodes that stood for from (earlier renames onto it) follow its
+	 * payload: the kernel moved their names along with it. */
+	for (n = t->all; n; n = n->lnext)
+		if (n->kind == NODE_ALIAS && n->serial == from)
+			n->serial = to;
+	if (!gone)
+		return;
+	n = node_get(t, ino);
+	if (n) {
+		n->serial = to;
+		return;
+	}
+	pp = keyref_slot(t, ino);
+	if (!*pp)
+		return;		/* the kernel holds no such inode */
 	n = calloc(1, sizeof(*n));
 	if (!n)
-		return NULL;
+		return;
 	n->kind = NODE_ALIAS;
 	n->ino = ino;
-	n->serial = target;
-	/* Lives until the kernel's forget, whatever count it carries. */
-	n->nlookup = 1;
+	n->serial = to;
+	n->nlookup = (*pp)->nlookup;	/* the count moves to the alias */
+	keyref_forget(t, ino, n->nlookup);
 	node_hash(t, n);
-	return n;
 }
 
 struct node *node_find_pending(struct node_table *t, kserial_t parent,
@@ -152,9 +224,11 @@ void node_forget(struct node_table *t, uint64_t ino, uint64_t count)
 {
 	struct node *n = node_get(t, ino);
 
-	if (!n)
+	if (!n) {
+		keyref_forget(t, ino, count);
 		return;
-	n->nlookup = count >= n->nlookup || n->kind == NODE_ALIAS ? 0 : n->nlookup - count;
+	}
+	n->nlookup = count >= n->nlookup ? 0 : n->nlookup - count;
 	/* A live pending entry is listed with no reference from the kernel,
 	 * so it stays until it is instantiated, unlinked or unmounted. */
 	if (n->nlookup == 0 && !node_pending_live(n)) {
