@@ -17,6 +17,13 @@ struct backend_config {
 	double cache_timeout;		/* kernel: seconds a keyring listing is trusted */
 };
 
+/* Facts of one key type (see the type_info slot). */
+struct key_type_info {
+	size_t max_payload;	/* the largest payload add and update take */
+	uint32_t default_perm;	/* the permission a new key of the type gets */
+	bool readable;		/* read gives the payload (false: logon) */
+};
+
 #define KEYFS_MOVE_EXCL	0x1	/* move: fail with EEXIST rather than displace */
 
 /*
@@ -79,6 +86,11 @@ struct keyfs_backend_ops {
 	 * else 0.  Lets keyfs refuse a file at creat rather than at close. */
 	int (*check_new)(struct keyfs_backend *b, const char *type,
 			 const char *desc);
+	/* What keyfs must know of a key type before a key of it exists: its
+	 * payload limit and a new key's permission.  ENODEV for a type the
+	 * store lacks.  The one place these facts live for the FUSE layer. */
+	int (*type_info)(struct keyfs_backend *b, const char *type,
+			 struct key_type_info *out);
 	int (*update)(struct keyfs_backend *b, const struct keyfs_cred *c,
 		      kserial_t key, const void *payload, size_t len);
 	int (*link)(struct keyfs_backend *b, const struct keyfs_cred *c,
