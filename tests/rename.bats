@@ -171,12 +171,12 @@ rotate_under_reader()
 
 @test "mv to a new name that a key of another type answers to is EINVAL" {
 	echo user-key >"$MNT/session/name"
-	printf %s pw >"$MNT/session/%logon:other"
-	run kerrno rename "$MNT/session/%logon:other" "$MNT/session/name"
+	printf %s pw >"$MNT/session/%logon:svc:other"
+	run kerrno rename "$MNT/session/%logon:svc:other" "$MNT/session/name"
 	assert_output EINVAL
 	assert_equal "$(cat "$MNT/session/name")" user-key
 	run ls -A "$MNT/session"
-	assert_line %logon:other
+	assert_line %logon:svc:other
 }
 
 @test "renames in a row right after one another follow the payload" {
