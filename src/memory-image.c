@@ -84,6 +84,7 @@ out:
 	return ret;
 }
 
+__attribute__((format(printf, 5, 6)))
 static int load_fail(char *err, size_t errlen, const char *store,
 		     kserial_t serial, const char *fmt, ...)
 {
