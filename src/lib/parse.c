@@ -13,7 +13,8 @@ int parse_dec(const char *s, unsigned long long max, unsigned long long *out)
 	for (; *s != '\0'; s++) {
 		unsigned d = (unsigned)(*s - '0');
 
-		if (*s < '0' || *s > '9' || v > (max - d) / 10)
+		/* d > max first: max - d would wrap and pass anything. */
+		if (*s < '0' || *s > '9' || d > max || v > (max - d) / 10)
 			return -EINVAL;
 		v = v * 10 + d;
 	}
