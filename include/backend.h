@@ -15,6 +15,17 @@ struct backend_config {
 	uid_t uid;			/* the mounter */
 	gid_t gid;
 	double cache_timeout;		/* kernel: seconds a keyring listing is trusted */
+	unsigned request_timeout;	/* memory: seconds a callout may run */
+
+	/* The upper layer runs every operation holding one lock of its own.
+	 * An operation that waits long on something outside keyfs (the
+	 * memory backend's callout) calls unlock(lock_arg) before and
+	 * relock(lock_arg) after; in between it may touch neither its own
+	 * state nor anything it found there (other operations run and may
+	 * free it).  NULL: there is no lock, nothing to do. */
+	void (*unlock)(void *lock_arg);
+	void (*relock)(void *lock_arg);
+	void *lock_arg;
 };
 
 /* Facts of one key type (see the type_info slot). */

@@ -2,6 +2,8 @@
 #ifndef KEYFS_CTX_H
 #define KEYFS_CTX_H
 
+#include <pthread.h>
+
 #include "backend.h"
 #include "opts.h"
 
@@ -9,6 +11,7 @@ struct node_table;
 struct fuse_session;
 struct notifier;
 struct handle;
+struct fuse_lowlevel_ops;
 
 struct keyfs_ctx {
 	struct keyfs_opts opts;
@@ -28,6 +31,13 @@ struct keyfs_ctx {
 	struct notifier *notifier;	/* fs-notify.c: names to drop from the kernel's cache */
 	struct handle *open_keys;	/* handle.c: open key files, to outlive their keys */
 	int store_lock;			/* store=: the lock file (store-lock.c), or -1 */
+
+	/* fs-loop.c: every request handler runs holding this lock, so the
+	 * model, the node table and the open handles see one request at a
+	 * time even with many worker threads.  Only a backend's long wait on
+	 * something outside keyfs gives it up (backend_config.unlock). */
+	pthread_mutex_t lock;
+	const struct fuse_lowlevel_ops *ll_ops;	/* the handlers it wraps */
 };
 
 /* Call a backend slot, answering -EOPNOTSUPP for a NULL one. */

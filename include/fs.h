@@ -13,6 +13,19 @@ int fs_run(struct keyfs_ctx *ctx, struct fuse_args *args,
 	   int (*after_daemon)(struct keyfs_ctx *ctx));
 void fs_print_help(void);
 
+/* fs-loop.c: fs_run with the handlers in ops, each run holding ctx->lock;
+ * libfuse's -s, max_threads, max_idle_threads and clone_fd choose the
+ * threads. */
+struct fuse_lowlevel_ops;
+int fs_loop_run(struct keyfs_ctx *ctx, struct fuse_args *args,
+		const struct fuse_lowlevel_ops *ops,
+		int (*after_daemon)(struct keyfs_ctx *ctx));
+/* Take and give back ctx->lock (a struct keyfs_ctx *): the callbacks a
+ * backend gets in backend_config to let other requests run while it
+ * waits. */
+void fs_lock_take(void *ctx);
+void fs_lock_release(void *ctx);
+
 /* Tell the kernel to drop its cached attributes of this key, after keyfs
  * changed it in a way the kernel did not see (a control file, an xattr,
  * a commit at close).  Safe from a request: it takes no inode locks. */

@@ -75,7 +75,8 @@ struct mkey_type {
 	/* Construct a key's payload for request_key(2).  NULL: run the
 	 * configured callout program (memory_callout_run), as the kernel runs
 	 * /sbin/request-key for types without their own upcall. */
-	int (*request_key)(const char *program, const struct mkey_type *type,
+	int (*request_key)(const char *program, unsigned timeout,
+			   const struct mkey_type *type,
 			   const char *desc, const char *callout,
 			   const struct keyfs_cred *c,
 			   unsigned char **payload_alloc, size_t *len);
@@ -142,6 +143,9 @@ struct muser {
 struct keyfs_backend {
 	const char *store;		/* owned by the caller */
 	const char *request_key;	/* owned by the caller */
+	unsigned request_timeout;	/* seconds a callout may run */
+	void (*unlock)(void *), (*relock)(void *);	/* backend_config's */
+	void *lock_arg;
 	uid_t uid;			/* the mounter */
 	gid_t gid;
 
@@ -336,12 +340,16 @@ int mem_supports(struct keyfs_backend *b, char **text_alloc);
 
 /* memory-request.c */
 /* Run program TYPE DESC CALLOUT UID GID (no shell, stdin /dev/null, stderr
- * inherited, killed after MEM_CALLOUT_TIMEOUT seconds); its stdout, up to
- * type->max_payload bytes, is the payload.  0 when it exits 0 in time with
- * no more output than that; *payload_alloc is malloc'd (NULL when empty),
- * the caller wipes it. */
-#define MEM_CALLOUT_TIMEOUT	30
-int memory_callout_run(const char *program, const struct mkey_type *type,
+ * inherited) in a process group of its own; its stdout, up to
+ * type->max_payload bytes, is the payload.  0 when it exits 0 within
+ * timeout seconds with no more output than that; *payload_alloc is
+ * malloc'd (NULL when empty), the caller wipes it.  Once the program has
+ * exited, or at the timeout, its whole process group is killed: what it
+ * left running cannot outlive the request.  Touches no backend state, so
+ * it runs with the upper layer's lock released. */
+#define MEM_CALLOUT_TIMEOUT	30	/* the default of request_timeout= */
+int memory_callout_run(const char *program, unsigned timeout,
+		       const struct mkey_type *type,
 		       const char *desc, const char *callout,
 		       const struct keyfs_cred *c,
 		       unsigned char **payload_alloc, size_t *len);

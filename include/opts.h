@@ -4,6 +4,9 @@
 
 struct fuse_args;
 
+#define KEYFS_REQUEST_TIMEOUT		30	/* request_timeout= default, seconds */
+#define KEYFS_REQUEST_TIMEOUT_MAX	3600
+
 /* Strings are malloc'd by fuse_opt_parse or opts_parse and freed by
  * opts_free. */
 struct keyfs_opts {
@@ -15,6 +18,7 @@ struct keyfs_opts {
 	char *root;		/* root=SPEC, or NULL for the whole tree */
 	char *default_type;	/* type of keys created by plain names */
 	char *request_key;	/* memory: callout program */
+	unsigned request_timeout;	/* memory: seconds the callout may run */
 	double attr_timeout;
 	double entry_timeout;
 	int show_help;

@@ -1068,6 +1068,11 @@ static int mem_init(struct keyfs_backend **bp, const struct backend_config *cfg,
 	}
 	b->store = cfg->store;
 	b->request_key = cfg->request_key;
+	b->request_timeout = cfg->request_timeout ? cfg->request_timeout :
+			     MEM_CALLOUT_TIMEOUT;
+	b->unlock = cfg->unlock;
+	b->relock = cfg->relock;
+	b->lock_arg = cfg->lock_arg;
 	b->uid = cfg->uid;
 	b->gid = cfg->gid;
 	b->next_serial = MEM_FIRST_SERIAL;

@@ -1151,44 +1151,5 @@ void fs_print_version(void)
 int fs_run(struct keyfs_ctx *ctx, struct fuse_args *args,
 	   int (*after_daemon)(struct keyfs_ctx *ctx))
 {
-	struct fuse_cmdline_opts cmd = { 0 };
-	struct fuse_session *se = NULL;
-	int ret = 1;
-
-	if (fuse_parse_cmdline(args, &cmd) != 0)
-		return 1;
-	if (!cmd.mountpoint) {
-		fprintf(stderr, "keyfs: no mountpoint given (see keyfs --help)\n");
-		goto out;
-	}
-	ctx->mountpoint = strdup(cmd.mountpoint);
-	if (!ctx->mountpoint)
-		goto out;
-	se = fuse_session_new(args, &keyfs_ll_ops, sizeof(keyfs_ll_ops), ctx);
-	if (!se)
-		goto out;
-	if (fuse_set_signal_handlers(se) != 0)
-		goto out_session;
-	if (fuse_session_mount(se, cmd.mountpoint) != 0)
-		goto out_signals;
-	ctx->se = se;
-	fuse_daemonize(cmd.foreground);
-	/* After daemonising: a thread would not survive the fork. */
-	if (fs_notifier_start(ctx, se) < 0)
-		goto out_unmount;
-	if (after_daemon(ctx) < 0)
-		goto out_unmount;
-	/* One thread: backends and the node table need no locks. */
-	ret = fuse_session_loop(se) != 0;
-out_unmount:
-	fs_notifier_stop(ctx);
-	ctx->se = NULL;
-	fuse_session_unmount(se);
-out_signals:
-	fuse_remove_signal_handlers(se);
-out_session:
-	fuse_session_destroy(se);
-out:
-	free(cmd.mountpoint);
-	return ret;
+	return fs_loop_run(ctx, args, &keyfs_ll_ops, after_daemon);
 }

@@ -97,6 +97,8 @@ static int start_backend(struct keyfs_ctx *ctx)
 		.uid = getuid(),
 		.gid = getgid(),
 		.cache_timeout = ctx->opts.entry_timeout,
+		.request_timeout = ctx->opts.request_timeout,
+		.unlock = fs_lock_release, .relock = fs_lock_take, .lock_arg = ctx,
 	};
 	char err[512] = "";
 	int ret;

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,7 +26,8 @@ static long ms_left(const struct timespec *deadline)
 /* In the child: only async-signal-safe calls from here to exec.  The
  * program gets what the kernel's request-key upcall gets: no inherited
  * descriptors (keyfs's /dev/fuse among them), default signals and the
- * kernel's minimal environment. */
+ * kernel's minimal environment.  It leads a process group of its own, so
+ * that keyfs can kill everything it starts. */
 static void callout_child(const char *program, char *const argv[], int out)
 {
 	static char *const envp[] = {
@@ -34,8 +36,8 @@ static void callout_child(const char *program, char *const argv[], int out)
 	int null = open("/dev/null", O_RDONLY);
 	sigset_t none;
 
-	if (null < 0 || dup2(null, STDIN_FILENO) < 0 ||
-	    dup2(out, STDOUT_FILENO) < 0)
+	if (setpgid(0, 0) < 0 || null < 0 ||
+	    dup2(null, STDIN_FILENO) < 0 || dup2(out, STDOUT_FILENO) < 0)
 		_exit(127);
 #ifdef SYS_close_range
 	if (syscall(SYS_close_range, 3, ~0U, 0) < 0)
@@ -49,27 +51,81 @@ static void callout_child(const char *program, char *const argv[], int out)
 	_exit(127);
 }
 
-/* Read the child's stdout until EOF, the deadline or one byte past max. */
-static int callout_collect(int fd, size_t max, const struct timespec *deadline,
-			   unsigned char **buf, size_t *len)
+/* A descriptor that polls readable once pid has exited, or -1 (a kernel
+ * before 5.3): then keyfs looks every CALLOUT_POLL_MS instead. */
+#define CALLOUT_POLL_MS	10
+static int callout_pidfd(pid_t pid)
 {
-	size_t cap = 0;
+#ifdef SYS_pidfd_open
+	return (int)syscall(SYS_pidfd_open, pid, 0);
+#else
+	(void)pid;
+	return -1;
+#endif
+}
 
+/* Has the child exited?  It is left a zombie (WNOWAIT): until it is
+ * reaped neither its pid nor its process group's id can be reused, so
+ * killing the group cannot hit a stranger. */
+static bool callout_exited(pid_t pid)
+{
+	siginfo_t si;
+
+	memset(&si, 0, sizeof(si));
+	return waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+	       si.si_pid == pid;
+}
+
+/* Wait until the child exits or fd is readable, whichever is first, up to
+ * the deadline: 1 when the child has exited, 0 when fd may be read,
+ * -ETIMEDOUT, or -errno. */
+static int callout_poll(int fd, int pidfd, pid_t pid,
+			const struct timespec *deadline)
+{
 	for (;;) {
-		struct pollfd p = { .fd = fd, .events = POLLIN };
+		struct pollfd p[2] = {
+			{ .fd = pidfd, .events = POLLIN },
+			{ .fd = fd, .events = POLLIN },
+		};
 		long left = ms_left(deadline);
-		ssize_t n;
 		int r;
 
+		if (pidfd < 0 && callout_exited(pid))
+			return 1;
 		if (left <= 0)
 			return -ETIMEDOUT;
-		r = poll(&p, 1, (int)left);
+		if (pidfd < 0 && left > CALLOUT_POLL_MS)
+			left = CALLOUT_POLL_MS;
+		/* A negative fd in the set is ignored by poll. */
+		r = poll(p, fd < 0 ? 1 : 2, (int)left);
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r < 0)
 			return -errno;
-		if (r == 0)
-			return -ETIMEDOUT;
+		if (p[0].revents)
+			return 1;
+		if (fd >= 0 && p[1].revents)
+			return 0;
+	}
+}
+
+/*
+ * Read the child's stdout (non-blocking) until EOF, the child's exit, the
+ * deadline or one byte past max.  A child that exits while something it
+ * started still holds the pipe gives no EOF: its exit ends the reading
+ * (what it wrote is in the pipe by then), so that nothing left behind can
+ * make the request wait.  *exited says whether the child has exited.
+ */
+static int callout_collect(int fd, int pidfd, pid_t pid, size_t max,
+			   const struct timespec *deadline,
+			   unsigned char **buf, size_t *len, bool *exited)
+{
+	size_t cap = 0;
+
+	for (;;) {
+		ssize_t n;
+		int r;
+
 		if (*len == cap) {
 			size_t ncap = cap ? cap * 2 : 4096;
 			unsigned char *nb;
@@ -90,40 +146,28 @@ static int callout_collect(int fd, size_t max, const struct timespec *deadline,
 		n = read(fd, *buf + *len, cap - *len);
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n < 0)
-			return -errno;
 		if (n == 0)
 			return 0;
-		*len += (size_t)n;
-		if (*len > max)
-			return -EFBIG;
-	}
-}
-
-/* Wait for the child until the deadline, then kill it. */
-static int callout_reap(pid_t pid, const struct timespec *deadline)
-{
-	int status;
-
-	for (;;) {
-		pid_t r = waitpid(pid, &status, WNOHANG);
-
-		if (r == pid)
-			return WIFEXITED(status) && WEXITSTATUS(status) == 0 ?
-			       0 : -ENOKEY;
-		if (r < 0 && errno != EINTR)
+		if (n > 0) {
+			*len += (size_t)n;
+			if (*len > max)
+				return -EFBIG;
+			continue;
+		}
+		if (errno != EAGAIN)
 			return -errno;
-		if (ms_left(deadline) <= 0)
-			break;
-		nanosleep(&(struct timespec){ .tv_nsec = 10000000 }, NULL);
+		if (*exited)
+			return 0;	/* drained what it wrote before exiting */
+		r = callout_poll(fd, pidfd, pid, deadline);
+		if (r < 0)
+			return r;
+		if (r == 1)
+			*exited = true;
 	}
-	kill(pid, SIGKILL);
-	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-		;
-	return -ETIMEDOUT;
 }
 
-int memory_callout_run(const char *program, const struct mkey_type *type,
+int memory_callout_run(const char *program, unsigned timeout,
+		       const struct mkey_type *type,
 		       const char *desc, const char *callout,
 		       const struct keyfs_cred *c,
 		       unsigned char **payload_alloc, size_t *len)
@@ -133,16 +177,23 @@ int memory_callout_run(const char *program, const struct mkey_type *type,
 			 (char *)callout, uid, gid, NULL };
 	unsigned char *buf = NULL;
 	struct timespec deadline;
+	bool exited = false;
 	size_t n = 0;
-	int fds[2], ret;
+	int fds[2], pidfd, status, ret;
 	pid_t pid;
 
 	snprintf(uid, sizeof(uid), "%u", (unsigned)c->uid);
 	snprintf(gid, sizeof(gid), "%u", (unsigned)c->gid);
 	if (pipe2(fds, O_CLOEXEC) < 0)
 		return -errno;
+	if (fcntl(fds[0], F_SETFL, O_NONBLOCK) < 0) {
+		ret = -errno;
+		close(fds[0]);
+		close(fds[1]);
+		return ret;
+	}
 	clock_gettime(CLOCK_MONOTONIC, &deadline);
-	deadline.tv_sec += MEM_CALLOUT_TIMEOUT;
+	deadline.tv_sec += timeout;
 	pid = fork();
 	if (pid < 0) {
 		ret = -errno;
@@ -152,17 +203,25 @@ int memory_callout_run(const char *program, const struct mkey_type *type,
 	}
 	if (pid == 0)
 		callout_child(program, argv, fds[1]);
+	/* The child does the same; whichever runs first, the group exists
+	 * before keyfs could kill it. */
+	setpgid(pid, pid);
 	close(fds[1]);
-	ret = callout_collect(fds[0], type->max_payload, &deadline, &buf, &n);
+	pidfd = callout_pidfd(pid);
+	ret = callout_collect(fds[0], pidfd, pid, type->max_payload, &deadline,
+			      &buf, &n, &exited);
 	close(fds[0]);
-	if (ret < 0)
-		deadline.tv_sec = 0;	/* no more waiting: kill it now */
-	{
-		int st = callout_reap(pid, &deadline);
-
-		if (ret == 0)
-			ret = st;
-	}
+	/* Output complete: the exit status decides, if it comes in time. */
+	if (ret == 0 && !exited && callout_poll(-1, pidfd, pid, &deadline) != 1)
+		ret = -ETIMEDOUT;
+	if (pidfd >= 0)
+		close(pidfd);
+	/* The callout, if it still runs, and whatever it started. */
+	kill(-pid, SIGKILL);
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	if (ret == 0 && !(WIFEXITED(status) && WEXITSTATUS(status) == 0))
+		ret = -ENOKEY;
 	if (ret < 0) {
 		if (buf) {
 			explicit_bzero(buf, n);
@@ -176,25 +235,32 @@ int memory_callout_run(const char *program, const struct mkey_type *type,
 }
 
 /* Run the type's upcall (or the configured program) and preparse what it
- * printed.  0 with prep filled, or -errno: the key is to be negative. */
+ * printed.  0 with prep filled, or -errno: the key is to be negative.
+ * The program runs with the upper layer's lock released, so other
+ * requests go on meanwhile; nothing here touches the model. */
 static int construct_payload(struct keyfs_backend *b,
 			     const struct mkey_type *t, const char *desc,
 			     const char *callout, const struct keyfs_cred *c,
 			     struct mkey_prep *prep)
 {
 	const char *program = mem_callout_program(b);
+	unsigned timeout = b->request_timeout;
 	unsigned char *payload = NULL;
 	size_t len = 0;
 	int ret;
 
 	if (!program)
 		return -ENOKEY;
+	if (b->unlock)
+		b->unlock(b->lock_arg);
 	if (t->request_key)
-		ret = t->request_key(program, t, desc, callout, c, &payload,
-				     &len);
+		ret = t->request_key(program, timeout, t, desc, callout, c,
+				     &payload, &len);
 	else
-		ret = memory_callout_run(program, t, desc, callout, c,
+		ret = memory_callout_run(program, timeout, t, desc, callout, c,
 					 &payload, &len);
+	if (b->relock)
+		b->relock(b->lock_arg);
 	if (ret == 0)
 		ret = t->preparse(prep, payload, len);
 	if (payload) {
@@ -204,21 +270,14 @@ static int construct_payload(struct keyfs_backend *b,
 	return ret;
 }
 
-/*
- * construct_key_and_link(): a new key of the caller's, its payload from
- * the callout, linked into dest.  Everything that could refuse the key
- * (quota, dest's restriction) is checked before the program runs.  A
- * callout that fails, prints an invalid payload, or finds no quota for it
- * leaves a negative key instead, which answers ENOKEY for
- * KEYFS_NEGATIVE_TIMEOUT seconds; the request then fails with ENOKEY.
- */
-static int construct(struct keyfs_backend *b, const struct keyfs_cred *c,
-		     const struct mkey_type *t, const char *desc,
-		     const char *callout, struct mkey *dest, struct mkey **out)
+/* What construct_key_and_link() checks before it starts construction:
+ * the type and description, the quota, dest's restriction.  keyfs checks
+ * again once the callout is done, since other requests ran meanwhile. */
+static int construct_check(struct keyfs_backend *b, const struct keyfs_cred *c,
+			   const struct mkey_type *t, const char *desc,
+			   struct mkey *dest)
 {
-	struct mkey_prep prep = { 0 };
-	struct mkey *k;
-	int ret, built;
+	int ret;
 
 	/* construct_key_and_link() refuses to construct keyrings. */
 	if (t == &mtype_keyring)
@@ -226,19 +285,32 @@ static int construct(struct keyfs_backend *b, const struct keyfs_cred *c,
 	ret = mem_check_desc(t, desc);
 	if (ret == 0)
 		ret = mem_key_quota(b, c->uid, desc, 0, dest, t);
-	if (ret < 0)
-		return ret;
-	if (dest && (dest->ring->restricted || dest->ring->restrict_type))
-		return -EPERM;
-	built = construct_payload(b, t, desc, callout, c, &prep);
-	if (built == 0 && mem_key_quota(b, c->uid, desc, prep.datalen, dest,
-					t) < 0) {
-		t->free_preparse(&prep);
+	if (ret == 0 && dest &&
+	    (dest->ring->restricted || dest->ring->restrict_type))
+		ret = -EPERM;
+	return ret;
+}
+
+/*
+ * The key the callout built (built == 0: from prep), a new key of the
+ * caller's, linked into dest.  A callout that failed, printed an invalid
+ * payload, or finds no quota for it leaves a negative key instead, which
+ * answers ENOKEY for KEYFS_NEGATIVE_TIMEOUT seconds; the request then
+ * fails with ENOKEY.
+ */
+static int construct(struct keyfs_backend *b, const struct keyfs_cred *c,
+		     const struct mkey_type *t, const char *desc, int built,
+		     struct mkey_prep *prep, struct mkey *dest,
+		     struct mkey **out)
+{
+	struct mkey *k;
+	int ret;
+
+	if (built == 0 && mem_key_quota(b, c->uid, desc, prep->datalen, dest,
+					t) < 0)
 		built = -EDQUOT;
-	}
-	ret = mem_key_create(b, c, t, desc, built == 0 ? &prep : NULL, dest,
+	ret = mem_key_create(b, c, t, desc, built == 0 ? prep : NULL, dest,
 			     &k);
-	t->free_preparse(&prep);
 	if (ret < 0)
 		return ret;
 	if (dest) {
@@ -267,29 +339,72 @@ static int check_args(const char *type, const char *desc,
 	return ret;
 }
 
-/* request_key_and_link(): a key found is linked into dest (which needs
- * link permission on it); with nothing found a callout constructs one. */
+/* The destination keyring (when dest is not 0) and the key: what an
+ * operation finds as it starts.  -EAGAIN when no key was found. */
+static int request_find(struct keyfs_backend *b, const struct keyfs_cred *c,
+			const struct mkey_type *t, const char *desc,
+			kserial_t dest, struct mkey **kd, struct mkey **k)
+{
+	int ret;
+
+	*kd = NULL;
+	if (dest) {
+		ret = mem_lookup(b, c, dest, MEM_LOOKUP_CREATE,
+				 KEYFS_PERM_WRITE, kd);
+		if (ret == 0 && (*kd)->type != &mtype_keyring)
+			ret = -ENOTDIR;
+		if (ret < 0)
+			return ret;
+	}
+	return mem_search_process(b, c, t, desc, k);
+}
+
+/*
+ * request_key_and_link(): a key found is linked into dest (which needs
+ * link permission on it); with nothing found a callout constructs one.
+ * The callout runs between two operations on the model: everything is
+ * found again by serial afterwards, since any key may have gone meanwhile.
+ * A key of the same name that another request made in the meantime is
+ * taken as found (the kernel would have had this request wait for it).
+ */
 int memory_request(struct keyfs_backend *b, const struct keyfs_cred *c,
 		   const char *type, const char *desc, const char *callout,
 		   kserial_t dest, kserial_t *out)
 {
 	const struct mkey_type *t;
 	struct mkey *kd = NULL, *k = NULL;
-	int ret, cret;
+	struct mkey_prep prep = { 0 };
+	int ret, cret, built;
 
 	ret = check_args(type, desc, &t);
 	if (ret < 0)
 		return ret;
 	mem_begin(b);
-	if (dest) {
-		ret = mem_lookup(b, c, dest, MEM_LOOKUP_CREATE,
-				 KEYFS_PERM_WRITE, &kd);
-		if (ret == 0 && kd->type != &mtype_keyring)
-			ret = -ENOTDIR;
+	ret = request_find(b, c, t, desc, dest, &kd, &k);
+	if (ret == -EAGAIN && callout) {
+		ret = construct_check(b, c, t, desc, kd);
 		if (ret < 0)
 			goto fail;
+		mem_end(b);	/* dest may have been made (@s, say) */
+		built = construct_payload(b, t, desc, callout, c, &prep);
+		mem_begin(b);
+		ret = request_find(b, c, t, desc, dest, &kd, &k);
+		if (ret == -EAGAIN)
+			ret = construct_check(b, c, t, desc, kd);
+		else if (ret == 0)
+			goto found;
+		if (ret < 0)
+			goto fail;
+		ret = construct(b, c, t, desc, built, &prep, kd, &k);
+		t->free_preparse(&prep);
+		if (ret < 0 && ret != -ENOKEY)
+			goto fail;
+		if (ret == -ENOKEY && !k)
+			goto fail;
+		goto changed;
 	}
-	ret = mem_search_process(b, c, t, desc, &k);
+found:
+	t->free_preparse(&prep);
 	if (ret == 0 && kd) {
 		ret = mem_key_perm(b, c, k, KEYFS_PERM_LINK);
 		if (ret == 0)
@@ -297,21 +412,16 @@ int memory_request(struct keyfs_backend *b, const struct keyfs_cred *c,
 		if (ret < 0)
 			goto fail;
 		mem_link_commit(b, kd, k);
-	} else if (ret == -EAGAIN && callout) {
-		ret = construct(b, c, t, desc, callout, kd, &k);
-		if (ret < 0 && ret != -ENOKEY)
-			goto fail;
-		if (ret == -ENOKEY && !k)
-			goto fail;
-	} else {
-		if (ret == -EAGAIN)
-			ret = -ENOKEY;
-		if (ret < 0)
-			goto fail;
-		*out = k->serial;
-		mem_end(b);
-		return 0;
+		goto changed;
 	}
+	if (ret == -EAGAIN)
+		ret = -ENOKEY;
+	if (ret < 0)
+		goto fail;
+	*out = k->serial;
+	mem_end(b);
+	return 0;
+changed:
 	/* Something changed: a link, or a key made (positive or not). */
 	cret = mem_commit(b);
 	if (cret < 0)
@@ -320,6 +430,7 @@ int memory_request(struct keyfs_backend *b, const struct keyfs_cred *c,
 		*out = k->serial;
 	return ret;
 fail:
+	t->free_preparse(&prep);
 	mem_end(b);
 	return ret;
 }

@@ -23,6 +23,7 @@ static const struct fuse_opt keyfs_opt_table[] = {
 	{ "root=%s", offsetof(struct keyfs_opts, root), 0 },
 	{ "default_type=%s", offsetof(struct keyfs_opts, default_type), 0 },
 	{ "request_key=%s", offsetof(struct keyfs_opts, request_key), 0 },
+	{ "request_timeout=%u", offsetof(struct keyfs_opts, request_timeout), 0 },
 	{ "attr_timeout=%lf", offsetof(struct keyfs_opts, attr_timeout), 0 },
 	{ "entry_timeout=%lf", offsetof(struct keyfs_opts, entry_timeout), 0 },
 	FUSE_OPT_KEY("-h", KEY_HELP),
@@ -130,6 +131,12 @@ static int opts_validate(struct keyfs_opts *o)
 			o->default_type);
 		return -EINVAL;
 	}
+	if (o->request_timeout < 1 ||
+	    o->request_timeout > KEYFS_REQUEST_TIMEOUT_MAX) {
+		fprintf(stderr, "keyfs: request_timeout must be 1 to %u seconds\n",
+			KEYFS_REQUEST_TIMEOUT_MAX);
+		return -EINVAL;
+	}
 	if (o->attr_timeout < 0 || o->entry_timeout < 0) {
 		fprintf(stderr, "keyfs: attr_timeout and entry_timeout cannot be negative\n");
 		return -EINVAL;
@@ -141,6 +148,7 @@ int opts_parse(struct fuse_args *args, struct keyfs_opts *opts)
 {
 	opts->attr_timeout = 1.0;
 	opts->entry_timeout = 1.0;
+	opts->request_timeout = KEYFS_REQUEST_TIMEOUT;
 	if (fuse_opt_parse(args, opts, keyfs_opt_table, opt_proc) == -1)
 		return -EINVAL;
 	if (opts->show_help || opts->show_version)
@@ -187,8 +195,12 @@ void opts_usage(const char *progname)
 	       "                              a serial, or %%:NAME for a named keyring\n"
 	       "    -o default_type=TYPE      type of keys created by plain names (user)\n"
 	       "    -o request_key=PROGRAM    memory: the callout run by .keyfs/request\n"
+	       "    -o request_timeout=SECONDS  memory: kill the callout and all it\n"
+	       "                              started after this long (30)\n"
 	       "    -o attr_timeout=SECONDS   how long the kernel caches attributes (1)\n"
 	       "    -o entry_timeout=SECONDS  how long the kernel caches names (1)\n"
+	       "    -s                        serve one request at a time, in one thread\n"
+	       "                              (default: a pool of threads, see max_threads)\n"
 	       "    -h, --help                this help, then libfuse's options\n"
 	       "    -V, --version             the version\n"
 	       "\n", progname);

@@ -56,7 +56,7 @@ detached_cleanup()
 	run "$KEYFS_BIN" --help
 	assert_success
 	local o
-	for o in backend= store= root= default_type= request_key= \
+	for o in backend= store= root= default_type= request_key= request_timeout= \
 		attr_timeout= entry_timeout=; do
 		assert_output --partial "$o"
 	done

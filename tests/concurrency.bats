@@ -1,0 +1,113 @@
+#!/usr/bin/env bats
+# concurrency.bats: the worker-thread loop: -s, max_threads, clone_fd, and many callers at once.
+
+load lib/keyfs
+
+teardown()
+{
+	local f
+	for f in "$BATS_TEST_TMPDIR"/*.pid; do
+		[[ -f $f ]] && kill -9 "$(cat "$f")" 2>/dev/null
+	done
+	keyfs_unmount
+}
+
+threads() { ls "/proc/$KEYFS_PID/task" | wc -l; }
+fuse_fds() { find "/proc/$KEYFS_PID/fd" -lname /dev/fuse | wc -l; }
+
+@test "-s serves from one thread, the default from a pool" {
+	keyfs_mount -s
+	ls "$MNT/session" >/dev/null
+	# the loop and fs-notify.c's notifier
+	assert_equal "$(threads)" 2
+	keyfs_unmount
+	keyfs_mount
+	ls "$MNT/session" >/dev/null
+	(($(threads) >= 3)) || fail "only $(threads) threads"
+}
+
+@test "clone_fd gives the worker a /dev/fuse descriptor of its own" {
+	keyfs_mount
+	ls "$MNT/session" >/dev/null
+	assert_equal "$(fuse_fds)" 1
+	keyfs_unmount
+	keyfs_mount -o clone_fd
+	ls "$MNT/session" >/dev/null
+	(($(fuse_fds) >= 2)) || fail "$(fuse_fds) /dev/fuse descriptors"
+}
+
+@test "max_threads must be at least 1" {
+	run timeout 10 "$KEYFS_BIN" -f -o "backend=$KEYFS_BACKEND,max_threads=0" \
+		"$BATS_TEST_TMPDIR"
+	assert_failure
+	assert_output --partial max_threads
+}
+
+@test "memory: max_threads=1 leaves no thread for others while a callout runs" {
+	skip_unless_memory
+	local p=$BATS_TEST_TMPDIR/callout.sh
+	printf '#!/bin/sh\necho $$ >%s/callout.pid\nexec sleep 1000\n' \
+		"$BATS_TEST_TMPDIR" >"$p"
+	chmod +x "$p"
+	keyfs_mount -o "max_threads=1,request_key=$p"
+	echo -n v >"$MNT/session/k"
+	kerrno write "$MNT/.keyfs/request" "user hang:1 x" w >/dev/null &
+	local req=$! i
+	for ((i = 0; i < 50; i++)); do
+		[[ -s $BATS_TEST_TMPDIR/callout.pid ]] && break
+		sleep 0.1
+	done
+	(cat "$MNT/session/k" >/dev/null && touch "$BATS_TEST_TMPDIR/cat.done") &
+	local cat=$!
+	sleep 1
+	[[ ! -e $BATS_TEST_TMPDIR/cat.done ]] ||
+		fail "a second request was answered with max_threads=1"
+	kill -9 "$(cat "$BATS_TEST_TMPDIR/callout.pid")"
+	rm -f "$BATS_TEST_TMPDIR/callout.pid"
+	wait "$req" "$cat"
+	[[ -e $BATS_TEST_TMPDIR/cat.done ]] || fail "the cat never finished"
+}
+
+# load_worker N: writes, rewrites, reads back and removes its own keys,
+# and reads the shared ones; any error or wrong payload fails it.
+LOAD_PY='
+import os, sys
+mnt, n = sys.argv[1], int(sys.argv[2])
+d = os.path.join(mnt, "session", "w%d" % n)
+os.mkdir(d)
+for i in range(40):
+	p = os.path.join(d, "k%d" % i)
+	for v in (b"one-%d" % i, b"two-%d" % i):
+		with open(p, "wb") as f:
+			f.write(v)
+		with open(p, "rb") as f:
+			got = f.read()
+		if got != v:
+			sys.exit("%s: %r, not %r" % (p, got, v))
+	with open(os.path.join(mnt, "session", "shared"), "rb") as f:
+		if f.read() != b"shared":
+			sys.exit("shared changed")
+	os.stat(os.path.join(mnt, "session"))
+	os.listdir(d)
+for i in range(40):
+	os.unlink(os.path.join(d, "k%d" % i))
+os.rmdir(d)
+'
+
+@test "several readers and writers at once: no errors, every payload right" {
+	keyfs_mount
+	echo -n shared >"$MNT/session/shared"
+	local pids=() i rc=0
+	for i in 1 2 3 4 5 6; do
+		timeout 120 "$KEYFS_PY" -c "$LOAD_PY" "$MNT" "$i" &
+		pids+=($!)
+	done
+	for i in "${pids[@]}"; do
+		wait "$i" || rc=$?
+	done
+	((rc == 0)) || fail "a worker failed (status $rc)"
+	assert_equal "$(cat "$MNT/session/shared")" shared
+	run ls "$MNT/session"
+	assert_line shared
+	refute_line --regexp '^w[0-9]$'
+}
