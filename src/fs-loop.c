@@ -90,6 +90,9 @@ LOCKED(read, (fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 LOCKED(write, (fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 	       off_t off, struct fuse_file_info *fi),
        req, ino, buf, size, off, fi)
+LOCKED(write_buf, (fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *bufv,
+		   off_t off, struct fuse_file_info *fi),
+       req, ino, bufv, off, fi)
 LOCKED(flush, (fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi),
        req, ino, fi)
 LOCKED(release, (fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi),
@@ -129,7 +132,8 @@ static void locked_init(void *userdata, struct fuse_conn_info *conn)
 }
 
 /* The table the session runs: a locked wrapper where ops has a handler,
- * NULL where it has none (libfuse's default answer). */
+ * NULL where it has none (libfuse's default answer).  A handler fs.c adds
+ * needs its line here too, or libfuse never calls it. */
 static void locked_ops(const struct fuse_lowlevel_ops *ops,
 		       struct fuse_lowlevel_ops *out)
 {
@@ -152,6 +156,7 @@ static void locked_ops(const struct fuse_lowlevel_ops *ops,
 	WRAP(open);
 	WRAP(read);
 	WRAP(write);
+	WRAP(write_buf);
 	WRAP(flush);
 	WRAP(release);
 	WRAP(fsync);
