@@ -27,7 +27,9 @@
  * groups per thread (raw syscalls, not glibc's process-wide setgroups)
  * and switches back before the handler returns, so a thread never leaves
  * the lock acting as someone else, and a worker libfuse starts from
- * another worker inherits keyfs's own credentials.
+ * another worker inherits keyfs's own credentials.  The kernel keeps the
+ * process keyring per thread too: keyfs makes it (after_daemon) before
+ * the first worker starts, so every worker inherits the same one.
  */
 
 void fs_lock_take(void *arg)
