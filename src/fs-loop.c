@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,7 +28,9 @@
  * groups per thread (raw syscalls, not glibc's process-wide setgroups)
  * and switches back before the handler returns, so a thread never leaves
  * the lock acting as someone else, and a worker libfuse starts from
- * another worker inherits keyfs's own credentials.
+ * another worker inherits keyfs's own credentials.  The kernel keeps the
+ * process keyring per thread too: keyfs makes it (after_daemon) before
+ * the first worker starts, so every worker inherits the same one.
  */
 
 void fs_lock_take(void *arg)
@@ -174,6 +177,24 @@ static void locked_ops(const struct fuse_lowlevel_ops *ops,
 #undef WRAP
 }
 
+/* Has every handler of ops a wrapper in locked?  A handler added to fs.c
+ * without one here would otherwise be dropped without a word.  The table
+ * holds nothing but function pointers. */
+static bool all_wrapped(const struct fuse_lowlevel_ops *ops,
+			const struct fuse_lowlevel_ops *locked)
+{
+	typedef void (*slot_fn)(void);
+	static const slot_fn none;
+	const unsigned char *a = (const void *)ops, *b = (const void *)locked;
+
+	for (size_t off = 0; off + sizeof(slot_fn) <= sizeof(*ops);
+	     off += sizeof(slot_fn))
+		if (memcmp(a + off, &none, sizeof(none)) != 0 &&
+		    memcmp(b + off, &none, sizeof(none)) == 0)
+			return false;
+	return true;
+}
+
 /* Serve until unmounted: one thread with -s, else libfuse's pool as
  * max_threads, max_idle_threads and clone_fd say.  0 or -1. */
 static int serve(struct fuse_session *se, const struct fuse_cmdline_opts *cmd)
@@ -222,6 +243,10 @@ int fs_loop_run(struct keyfs_ctx *ctx, struct fuse_args *args,
 	pthread_mutex_init(&ctx->lock, NULL);
 	ctx->ll_ops = ops;
 	locked_ops(ops, &locked);
+	if (!all_wrapped(ops, &locked)) {
+		fprintf(stderr, "keyfs: a FUSE handler has no lock wrapper in fs-loop.c\n");
+		goto out;
+	}
 	se = fuse_session_new(args, &locked, sizeof(locked), ctx);
 	if (!se)
 		goto out;
