@@ -1,4 +1,4 @@
-/* backend-kernel.c: the kernel backend: real keyrings through libkeyutils. */
+/* kernel.c: the kernel backend: real keyrings through libkeyutils. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
