@@ -361,4 +361,5 @@ const struct keyfs_backend_ops backend_kernel_ops = {
 	.supports		= kernel_supports,
 	.quota			= kernel_quota,
 	.check_new		= kernel_check_new,
+	.type_info		= kernel_type_info,
 };

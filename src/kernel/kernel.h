@@ -227,9 +227,12 @@ int kkey_check(struct keyfs_backend *b, const struct keyfs_cred *c,
 	       kserial_t key, unsigned want, unsigned or_want);
 struct kkey *kkey_known(struct keyfs_backend *b, const struct keyfs_cred *c,
 	kserial_t key);
+/* -EFBIG (-EINVAL for a keyring) when len is over the type's limit. */
 int ktype_payload_check(const char *type, size_t len);
 int kernel_check_new(struct keyfs_backend *b, const char *type,
 		     const char *desc);
+int kernel_type_info(struct keyfs_backend *b, const char *type,
+		     struct key_type_info *out);
 
 /* ---- keyring indexes and listings (keyring.c) ---- */
 struct kidx *kidx_new(size_t hint);

@@ -285,31 +285,98 @@ struct kkey *kkey_known(struct keyfs_backend *b,
 	return k;
 }
 
-int ktype_payload_check(const char *type, size_t len)
+/* ---- the key types ---- */
+
+/*
+ * The types add_key(2) may know: the keys subsystem's own, and those modules
+ * add (which may be absent; their add then fails at close).  The kernel
+ * cannot be asked without making a key, so their facts live here, once, for
+ * check_new, type_info and keyfs's own payload check.  max_payload is the
+ * kernel's limit where keyfs knows it (user, logon, big_key; 0 for a keyring,
+ * which takes no payload), else add_key(2)'s own bound.
+ */
+static const struct ktype {
+	const char *name;
+	size_t max_payload;
+	bool readable;		/* the type has a read method */
+} ktypes[] = {
+	{ "user",		KEYFS_USER_PAYLOAD_MAX,	true },
+	{ "logon",		KEYFS_USER_PAYLOAD_MAX,	false },
+	{ "big_key",		KEYFS_BIG_PAYLOAD_MAX,	true },
+	{ "keyring",		0,			true },
+	{ "asymmetric",		KEYFS_BIG_PAYLOAD_MAX,	true },
+	{ "encrypted",		KEYFS_BIG_PAYLOAD_MAX,	true },
+	{ "trusted",		KEYFS_BIG_PAYLOAD_MAX,	true },
+	{ "dns_resolver",	KEYFS_BIG_PAYLOAD_MAX,	true },
+	{ "rxrpc",		KEYFS_BIG_PAYLOAD_MAX,	true },
+	{ "rxrpc_s",		KEYFS_BIG_PAYLOAD_MAX,	true },
+	{ "ceph",		KEYFS_BIG_PAYLOAD_MAX,	true },
+	{ "id_resolver",	KEYFS_BIG_PAYLOAD_MAX,	true },
+	{ "id_legacy",		KEYFS_BIG_PAYLOAD_MAX,	true },
+	{ "cifs.spnego",	KEYFS_BIG_PAYLOAD_MAX,	true },
+	{ "cifs.idmap",		KEYFS_BIG_PAYLOAD_MAX,	true },
+	{ "pkcs7_test",		KEYFS_BIG_PAYLOAD_MAX,	true },
+};
+
+static const struct ktype *ktype_lookup(const char *type)
 {
-	if ((strcmp(type, "user") == 0 || strcmp(type, "logon") == 0) &&
-	    len > KEYFS_USER_PAYLOAD_MAX)
-		return -EFBIG;
-	if (strcmp(type, "big_key") == 0 && len > KEYFS_BIG_PAYLOAD_MAX)
-		return -EFBIG;
-	return 0;
+	for (size_t i = 0; i < sizeof(ktypes) / sizeof(ktypes[0]); i++)
+		if (strcmp(type, ktypes[i].name) == 0)
+			return &ktypes[i];
+	return NULL;
 }
 
-/* The types add_key(2) may know: the keys subsystem's own, and those
- * modules add (which may be absent; their add then fails at close).  The
- * kernel cannot be asked without making a key. */
-static const char *const kernel_types[] = {
-	"user", "logon", "big_key", "keyring", "asymmetric", "encrypted",
-	"trusted", "dns_resolver", "rxrpc", "rxrpc_s", "ceph", "id_resolver",
-	"id_legacy", "cifs.spnego", "cifs.idmap", "pkcs7_test",
-};
+int ktype_payload_check(const char *type, size_t len)
+{
+	const struct ktype *t = ktype_lookup(type);
+
+	if (!t || len <= t->max_payload)
+		return 0;
+	/* keyring_preparse() refuses any payload */
+	return t->max_payload ? -EFBIG : -EINVAL;
+}
+
+/* Whether the running kernel has t (big_key is a module option).  A kernel
+ * that cannot tell its capabilities leaves it to add. */
+static bool ktype_present(const struct ktype *t)
+{
+	unsigned char bits[2] = { 0, 0 };
+
+	return strcmp(t->name, "big_key") != 0 ||
+	       keyctl_capabilities(bits, sizeof(bits)) < 0 ||
+	       (bits[0] & KEYCTL_CAPS0_BIG_KEY);
+}
+
+/* A new key's permission as key_create_or_update() gives it: the possessor
+ * all but read where the type cannot read, the owner view. */
+static uint32_t ktype_default_perm(const struct ktype *t)
+{
+	uint32_t pos = KEYFS_PERM_ALL;
+
+	if (!t->readable)
+		pos &= ~(uint32_t)KEYFS_PERM_READ;
+	return pos << 24 | (uint32_t)KEYFS_PERM_VIEW << 16;
+}
+
+int kernel_type_info(struct keyfs_backend *b, const char *type,
+		     struct key_type_info *out)
+{
+	const struct ktype *t = ktype_lookup(type);
+
+	(void)b;
+	if (!t || !ktype_present(t))
+		return -ENODEV;
+	out->max_payload = t->max_payload;
+	out->default_perm = ktype_default_perm(t);
+	out->readable = t->readable;
+	return 0;
+}
 
 int kernel_check_new(struct keyfs_backend *b, const char *type,
 		     const char *desc)
 {
-	unsigned char bits[2] = { 0, 0 };
+	const struct ktype *t;
 	const char *colon;
-	bool known = false;
 
 	(void)b;
 	if (!*type || strlen(type) > KEYFS_TYPE_MAX || !*desc ||
@@ -317,14 +384,8 @@ int kernel_check_new(struct keyfs_backend *b, const char *type,
 		return -EINVAL;
 	if (type[0] == '.')
 		return -EPERM;
-	for (size_t i = 0; i < sizeof(kernel_types) / sizeof(kernel_types[0]); i++)
-		known = known || strcmp(type, kernel_types[i]) == 0;
-	if (!known)
-		return -ENODEV;
-	/* a kernel that cannot tell its capabilities leaves it to add */
-	if (strcmp(type, "big_key") == 0 &&
-	    keyctl_capabilities(bits, sizeof(bits)) >= 0 &&
-	    !(bits[0] & KEYCTL_CAPS0_BIG_KEY))
+	t = ktype_lookup(type);
+	if (!t || !ktype_present(t))
 		return -ENODEV;
 	/* logon_vet_description(): "subtype:rest", the subtype not empty */
 	colon = strchr(desc, ':');
