@@ -177,6 +177,13 @@ int kernel_update(struct keyfs_backend *b, const struct keyfs_cred *c,
 	return ret;
 }
 
+/* A link into or out of ring changed ring's payload and key's link count. */
+static void touch_link(struct keyfs_backend *b, kserial_t ring, kserial_t key)
+{
+	kkey_touch_payload(kkey_get(b, ring));
+	kkey_touch_change(kkey_get(b, key));
+}
+
 int kernel_link(struct keyfs_backend *b, const struct keyfs_cred *c,
 		kserial_t key, kserial_t keyring)
 {
@@ -189,8 +196,7 @@ int kernel_link(struct keyfs_backend *b, const struct keyfs_cred *c,
 					  (unsigned long)keyring));
 	if (ret < 0)
 		return ret;
-	kkey_touch_payload(kkey_get(b, keyring));
-	kkey_touch_change(kkey_get(b, key));
+	touch_link(b, keyring, key);
 	kring_note_link(b, keyring, kkey_known(b, c, key));
 	return 0;
 }
@@ -205,8 +211,7 @@ int kernel_unlink(struct keyfs_backend *b, const struct keyfs_cred *c,
 				  (unsigned long)keyring));
 	if (ret < 0)
 		return ret;
-	kkey_touch_payload(kkey_get(b, keyring));
-	kkey_touch_change(kkey_get(b, key));
+	touch_link(b, keyring, key);
 	kring_note_unlink(b, keyring, key);
 	return 0;
 }
@@ -227,9 +232,8 @@ int kernel_move(struct keyfs_backend *b, const struct keyfs_cred *c,
 					  (unsigned long)to, kflags));
 	if (ret < 0)
 		return ret;
-	kkey_touch_payload(kkey_get(b, from));
-	kkey_touch_payload(kkey_get(b, to));
-	kkey_touch_change(kkey_get(b, key));
+	touch_link(b, from, key);
+	touch_link(b, to, key);
 	kring_note_unlink(b, from, key);
 	kring_note_link(b, to, kkey_known(b, c, key));
 	return 0;
