@@ -496,6 +496,30 @@ static void test_text(kserial_t ring)
 	ops->unlink(be, &me, k, ring);
 }
 
+/* type_info: the facts the FUSE layer needs before a key of a type exists,
+ * from the same table as check_new and the payload limit. */
+static void test_type_info(kserial_t ring)
+{
+	struct key_type_info ti;
+	static char big[KEYFS_USER_PAYLOAD_MAX + 1];
+
+	is_int(ops->type_info(be, "user", &ti), 0, "type_info user");
+	ok(ti.max_payload == KEYFS_USER_PAYLOAD_MAX && ti.readable &&
+	   ti.default_perm == 0x3f010000, "user: 32767 bytes, readable, 0x3f010000");
+	is_int(ops->type_info(be, "logon", &ti), 0, "type_info logon");
+	ok(ti.max_payload == KEYFS_USER_PAYLOAD_MAX && !ti.readable &&
+	   ti.default_perm == 0x3d010000, "logon: 32767 bytes, unreadable, 0x3d010000");
+	is_int(ops->type_info(be, "keyring", &ti), 0, "type_info keyring");
+	ok(ti.max_payload == 0, "a keyring takes no payload");
+	is_int(ops->type_info(be, "no-such-type", &ti), -ENODEV,
+	       "type_info of an unknown type is ENODEV");
+	is_int(ops->check_new(be, "no-such-type", "x"), -ENODEV,
+	       "check_new agrees");
+	is_int(ops->add(be, &me, "user", "keyfs-ti", big, sizeof(big), ring,
+			&(kserial_t){ 0 }), -EFBIG,
+	       "add over type_info's limit is EFBIG");
+}
+
 int main(void)
 {
 	struct backend_config cfg = {
@@ -531,6 +555,7 @@ int main(void)
 		ok(1, "# SKIP another uid needs root");
 	test_possession(ring);
 	test_text(ring);
+	test_type_info(ring);
 	is_int(ops->unlink(be, &me, ring, session), 0, "remove the test keyring");
 	ops->destroy(be);
 	return done_testing();

@@ -1,0 +1,306 @@
+/* kernel.h: the kernel backend's private types and the functions its files share. */
+#ifndef KEYFS_KERNEL_H
+#define KEYFS_KERNEL_H
+
+#include <time.h>
+
+/* Every file of the kernel backend calls into libkeyutils (keyctl, add_key,
+ * request_key), so <keyutils.h> is included here, for src/kernel/ only:
+ * nothing outside this folder includes this header (STYLE rule 8). */
+#include <keyutils.h>
+
+#include "backend.h"
+#include "hash.h"
+#include "perm.h"
+
+#define SLOTS_MIN		16	/* a hash table's first size, a power of 2 */
+#define SLURP_MIN		4096	/* first buffer for a /proc file */
+
+/*
+ * What keyfs knows and the kernel does not keep.  The kernel shows no times
+ * and no parent links, describes no revoked key and shows a timeout only
+ * rounded in /proc/keys; so this backend remembers, per serial, the type and
+ * description (fixed for a key's life), the times keyfs made or saw changes,
+ * an expiry it set itself, the keyrings it saw linking the key, and for a
+ * keyring an index of its links by name.  All of it is touched from the one
+ * FUSE thread only.
+ */
+
+/* One link of a keyring's index, chained by serial and by name. */
+struct ient {
+	struct ient *serial_next;
+	struct ient *name_next;
+	kserial_t serial;
+	uint32_t hash;		/* of type and description, when named */
+	bool named;		/* type and description known: findable */
+	bool keyring;
+};
+
+/* What one listing of a keyring showed, with keyfs's own changes since. */
+struct kidx {
+	struct ient **by_serial;
+	struct ient **by_name;
+	size_t nslots;		/* of each table, a power of 2 */
+	size_t n;
+	unsigned nkeyrings;
+	struct timespec built;	/* CLOCK_MONOTONIC */
+};
+
+/* What keyfs knows of one serial. */
+struct kkey {
+	struct kkey *next;		/* hash chain */
+	kserial_t serial;
+	char type[KEYFS_TYPE_MAX + 1];
+	char *desc;			/* NULL until the key is described */
+	bool have_attr;			/* uid, gid, perm as last described */
+	uid_t uid;
+	gid_t gid;
+	uint32_t perm;
+	struct timespec mtime, ctime;	/* CLOCK_REALTIME */
+	bool exact_expiry;		/* expiry was set through keyfs */
+	time_t expiry;
+	struct timespec expiry_set;	/* CLOCK_MONOTONIC, when it was */
+	kserial_t *parents;		/* keyrings seen linking it */
+	size_t nparents, aparents;
+	struct kidx *idx;		/* keyring: its index, or NULL */
+};
+
+enum proc_timeout { TMO_NONE, TMO_EXPIRED, TMO_SET };
+
+/* One line of /proc/keys. */
+struct pent {
+	struct pent *next;
+	kserial_t serial;
+	char flags[8];			/* I R D Q U N i, '-' where unset */
+	uid_t uid;
+	gid_t gid;
+	uint32_t perm;
+	enum proc_timeout tmo;
+	time_t lo, hi;			/* TMO_SET: the expiry lies in [lo, hi) */
+};
+
+/* The last parse of /proc/keys. */
+struct pcache {
+	struct pent *ents;
+	size_t n;
+	struct pent **slots;
+	size_t nslots;
+	struct timespec when;		/* CLOCK_MONOTONIC */
+	bool valid;
+};
+
+struct keyfs_backend {
+	uid_t uid;			/* the mounter */
+	gid_t gid;
+	double cache_timeout;
+	uid_t own_fsuid;		/* the daemon's, restored after a caller's call */
+	gid_t own_fsgid;
+	gid_t *own_groups;
+	int own_ngroups;
+	struct kkey **slots;
+	size_t nslots, n;
+	struct pcache proc;
+};
+
+/*
+ * keyfs's thread, process and session keyrings make it a possessor of
+ * every key it reaches from them, and setfsuid does not change that: a
+ * keyctl call made for another user would grant that user the possessor
+ * bits (SPEC 5: only the mounter possesses).  Where the kernel itself must
+ * choose the key a call acts on (the key a search finds, the key add_key
+ * updates), keyfs cannot check that key first, so the call runs in a child
+ * process that holds none of keyfs's keyrings: a fork keeps neither the
+ * thread nor the process keyring, the child joins a new, empty session
+ * keyring and takes the caller's ids, and the kernel then checks the
+ * caller alone, on the key it acts on, before it changes anything.
+ */
+enum stranger_op {
+	ST_ADD,		/* add_key(type, desc, payload, len, ring) */
+	ST_REQUEST,	/* search tops; link what is found into ring; else
+			 * with a callout, request_key(2) into ring */
+};
+
+#define ST_TOPS	3	/* keyfs's thread, process and session keyrings */
+
+struct stranger {
+	enum stranger_op op;
+	const char *type, *desc, *callout;
+	const void *payload;
+	size_t len;
+	kserial_t ring;
+	kserial_t tops[ST_TOPS];	/* 0: none */
+};
+
+struct stranger_result {
+	long ret;	/* a serial, or -errno */
+};
+
+static inline struct timespec mono_now(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t;
+}
+
+static inline struct timespec real_now(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_REALTIME, &t);
+	return t;
+}
+
+static inline double age_of(const struct timespec *t)
+{
+	struct timespec now = mono_now();
+
+	return (double)(now.tv_sec - t->tv_sec) +
+	       (double)(now.tv_nsec - t->tv_nsec) / 1e9;
+}
+
+static inline bool after(const struct timespec *a, const struct timespec *b)
+{
+	return a->tv_sec > b->tv_sec ||
+	       (a->tv_sec == b->tv_sec && a->tv_nsec > b->tv_nsec);
+}
+
+/* 0 from a keyctl call that succeeded, -errno from one that failed. */
+static inline int kerr(long r)
+{
+	return r < 0 ? -errno : 0;
+}
+
+static inline bool is_mounter(const struct keyfs_backend *b,
+			      const struct keyfs_cred *c)
+{
+	return !c || c->uid == b->uid;
+}
+
+/* ---- acting as the caller (cred.c) ---- */
+
+/* fn(arg) with the caller's fsuid, fsgid and groups (as keyfs for the
+ * mounter), then keyfs's own again: fn's result, or -EACCES when keyfs
+ * cannot take the caller's ids. */
+int as_caller(struct keyfs_backend *b, const struct keyfs_cred *c,
+	      int (*fn)(void *arg), void *arg);
+
+/* One keyctl(2) command with up to four arguments, passed as libkeyutils'
+ * own wrappers pass them; ret is keyctl's result once made. */
+struct kcall {
+	int cmd;
+	unsigned long arg[4];
+	long ret;
+};
+#define KCALL(cmd, ...)	(&(struct kcall){ (cmd), { __VA_ARGS__ }, 0 })
+
+/* call as the caller: 0 or -errno. */
+int kcall_as(struct keyfs_backend *b, const struct keyfs_cred *c,
+	     struct kcall *call);
+/* The sequence every slot that changes a key follows: keyfs's own check of
+ * key for want (or or_want, see kkey_check), then call as the caller. */
+int kcall_checked(struct keyfs_backend *b, const struct keyfs_cred *c,
+		  kserial_t key, unsigned want, unsigned or_want,
+		  struct kcall *call);
+/* An "_alloc" keyctl wrapper of libkeyutils (describe, security) as the
+ * caller; *text_alloc is the caller's to free. */
+int ktext_as(struct keyfs_backend *b, const struct keyfs_cred *c,
+	     int (*fn)(key_serial_t key, char **text_alloc), kserial_t key,
+	     char **text_alloc);
+/* st for caller c in a child without keyfs's keyrings: a serial or -errno. */
+long stranger_call(const struct keyfs_cred *c, const struct stranger *st);
+
+/* ---- the cache by serial and the key types (key.c) ---- */
+struct kkey *kkey_get(struct keyfs_backend *b, kserial_t s);
+struct kkey *kkey_make(struct keyfs_backend *b, kserial_t s);
+void kkey_free(struct kkey *k);
+void kkey_drop(struct keyfs_backend *b, kserial_t s);
+void kkey_touch_payload(struct kkey *k);
+void kkey_touch_change(struct kkey *k);
+int kkey_parent_add(struct kkey *k, kserial_t ring);
+void kkey_parent_del(struct kkey *k, kserial_t ring);
+int kkey_note(struct kkey *k, const char *type, const char *desc);
+void kkey_note_attr(struct kkey *k, uid_t uid, gid_t gid, uint32_t perm);
+int kkey_learn(struct keyfs_backend *b, const struct keyfs_cred *c,
+	       kserial_t key, struct kkey **kp);
+int kkey_check(struct keyfs_backend *b, const struct keyfs_cred *c,
+	       kserial_t key, unsigned want, unsigned or_want);
+struct kkey *kkey_known(struct keyfs_backend *b, const struct keyfs_cred *c,
+	kserial_t key);
+/* -EFBIG (-EINVAL for a keyring) when len is over the type's limit. */
+int ktype_payload_check(const char *type, size_t len);
+int kernel_check_new(struct keyfs_backend *b, const char *type,
+		     const char *desc);
+int kernel_type_info(struct keyfs_backend *b, const char *type,
+		     struct key_type_info *out);
+
+/* ---- keyring indexes and listings (keyring.c) ---- */
+struct kidx *kidx_new(size_t hint);
+void kidx_free(struct kidx *x);
+void kring_note_link(struct keyfs_backend *b, kserial_t ring, struct kkey *k);
+void kring_note_unknown(struct keyfs_backend *b, kserial_t ring);
+void kring_note_cleared(struct keyfs_backend *b, kserial_t ring);
+void kring_note_unlink(struct keyfs_backend *b, kserial_t ring, kserial_t s);
+/* key's payload read as the caller (size-probe protocol); *buf_alloc is
+ * the caller's to wipe and free, NULL when empty. */
+int kpayload_read_as(struct keyfs_backend *b, const struct keyfs_cred *c,
+		     kserial_t key, void **buf_alloc, size_t *lenp);
+int kring_read(struct keyfs_backend *b, const struct keyfs_cred *c,
+	       kserial_t ring, kserial_t **out, size_t *n);
+int kring_index(struct keyfs_backend *b, const struct keyfs_cred *c,
+		kserial_t ring, struct kidx **xp);
+int kernel_list(struct keyfs_backend *b, const struct keyfs_cred *c,
+		kserial_t keyring, kserial_t **out_alloc, size_t *n);
+int kernel_find(struct keyfs_backend *b, const struct keyfs_cred *c,
+		kserial_t keyring, const char *type, const char *desc, kserial_t *out);
+
+/* ---- /proc/keys and /proc/key-users (proc.c) ---- */
+void pcache_free(struct pcache *pc);
+int kproc_fresh(struct keyfs_backend *b, bool force);
+struct pent *kproc_find(struct keyfs_backend *b, kserial_t s);
+int kernel_list_all(struct keyfs_backend *b, const struct keyfs_cred *c,
+		    kserial_t **out_alloc, size_t *n);
+int kernel_proc_keys(struct keyfs_backend *b, const struct keyfs_cred *c,
+		     char **text_alloc);
+int kernel_proc_key_users(struct keyfs_backend *b, const struct keyfs_cred *c,
+			  char **text_alloc);
+int kernel_quota(struct keyfs_backend *b, const struct keyfs_cred *c,
+		 struct key_quota *q);
+
+/* ---- request and search (request_key.c) ---- */
+int kernel_request(struct keyfs_backend *b, const struct keyfs_cred *c,
+		   const char *type, const char *desc, const char *callout, kserial_t dest,
+		   kserial_t *out);
+int kernel_search(struct keyfs_backend *b, const struct keyfs_cred *c,
+		  const char *type, const char *desc, kserial_t *out);
+
+/* ---- the mutating slots (keyctl.c) ---- */
+int kernel_add(struct keyfs_backend *b, const struct keyfs_cred *c,
+	       const char *type, const char *desc, const void *payload, size_t len,
+	       kserial_t keyring, kserial_t *out);
+int kernel_update(struct keyfs_backend *b, const struct keyfs_cred *c,
+		  kserial_t key, const void *payload, size_t len);
+int kernel_link(struct keyfs_backend *b, const struct keyfs_cred *c,
+		kserial_t key, kserial_t keyring);
+int kernel_unlink(struct keyfs_backend *b, const struct keyfs_cred *c,
+		  kserial_t key, kserial_t keyring);
+int kernel_move(struct keyfs_backend *b, const struct keyfs_cred *c,
+		kserial_t key, kserial_t from, kserial_t to, unsigned flags);
+int kernel_revoke(struct keyfs_backend *b, const struct keyfs_cred *c,
+		  kserial_t key);
+int kernel_invalidate(struct keyfs_backend *b, const struct keyfs_cred *c,
+		      kserial_t key);
+int kernel_clear(struct keyfs_backend *b, const struct keyfs_cred *c,
+		 kserial_t keyring);
+int kernel_setperm(struct keyfs_backend *b, const struct keyfs_cred *c,
+		   kserial_t key, uint32_t perm);
+int kernel_chown(struct keyfs_backend *b, const struct keyfs_cred *c,
+		 kserial_t key, uid_t uid, gid_t gid);
+int kernel_set_timeout(struct keyfs_backend *b, const struct keyfs_cred *c,
+		       kserial_t key, unsigned secs);
+int kernel_restrict(struct keyfs_backend *b, const struct keyfs_cred *c,
+		    kserial_t keyring, const char *type, const char *restriction);
+int kernel_security(struct keyfs_backend *b, const struct keyfs_cred *c,
+		    kserial_t key, char **label_alloc);
+
+#endif

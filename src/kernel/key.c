@@ -1,0 +1,395 @@
+/* key.c: what keyfs remembers per serial, and the key types the kernel knows. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernel.h"
+
+/* ---- the cache by serial ---- */
+
+struct kkey *kkey_get(struct keyfs_backend *b, kserial_t s)
+{
+	struct kkey *k;
+
+	if (!b->nslots)
+		return NULL;
+	for (k = b->slots[hash_serial(s, b->nslots)]; k; k = k->next)
+		if (k->serial == s)
+			return k;
+	return NULL;
+}
+
+static int kkey_grow(struct keyfs_backend *b)
+{
+	size_t nslots = b->nslots ? b->nslots * 2 : SLOTS_MIN;
+	struct kkey **slots, *k, *next;
+
+	slots = calloc(nslots, sizeof(*slots));
+	if (!slots)
+		return -ENOMEM;
+	for (size_t i = 0; i < b->nslots; i++)
+		for (k = b->slots[i]; k; k = next) {
+			size_t j = hash_serial(k->serial, nslots);
+
+			next = k->next;
+			k->next = slots[j];
+			slots[j] = k;
+		}
+	free(b->slots);
+	b->slots = slots;
+	b->nslots = nslots;
+	return 0;
+}
+
+/* The entry for s, made (first seen now) when there is none; NULL: ENOMEM. */
+struct kkey *kkey_make(struct keyfs_backend *b, kserial_t s)
+{
+	struct kkey *k = kkey_get(b, s);
+	size_t i;
+
+	if (k)
+		return k;
+	if (b->n >= b->nslots && kkey_grow(b) < 0)
+		return NULL;
+	k = calloc(1, sizeof(*k));
+	if (!k)
+		return NULL;
+	k->serial = s;
+	k->mtime = k->ctime = real_now();
+	i = hash_serial(s, b->nslots);
+	k->next = b->slots[i];
+	b->slots[i] = k;
+	b->n++;
+	return k;
+}
+
+void kkey_free(struct kkey *k)
+{
+	kidx_free(k->idx);
+	free(k->parents);
+	free(k->desc);
+	free(k);
+}
+
+/* Forget a key the kernel no longer has. */
+void kkey_drop(struct keyfs_backend *b, kserial_t s)
+{
+	struct kkey **pp, *k;
+
+	if (!b->nslots)
+		return;
+	for (pp = &b->slots[hash_serial(s, b->nslots)]; (k = *pp);
+	     pp = &k->next)
+		if (k->serial == s) {
+			*pp = k->next;
+			kkey_free(k);
+			b->n--;
+			return;
+		}
+}
+
+void kkey_touch_payload(struct kkey *k)
+{
+	if (k)
+		k->mtime = k->ctime = real_now();
+}
+
+void kkey_touch_change(struct kkey *k)
+{
+	if (k)
+		k->ctime = real_now();
+}
+
+int kkey_parent_add(struct kkey *k, kserial_t ring)
+{
+	kserial_t *p;
+
+	for (size_t i = 0; i < k->nparents; i++)
+		if (k->parents[i] == ring)
+			return 0;
+	if (k->nparents == k->aparents) {
+		size_t n = k->aparents ? k->aparents * 2 : 4;
+
+		p = realloc(k->parents, n * sizeof(*p));
+		if (!p)
+			return -ENOMEM;
+		k->parents = p;
+		k->aparents = n;
+	}
+	k->parents[k->nparents++] = ring;
+	return 0;
+}
+
+void kkey_parent_del(struct kkey *k, kserial_t ring)
+{
+	if (!k)
+		return;
+	for (size_t i = 0; i < k->nparents; i++)
+		if (k->parents[i] == ring) {
+			k->parents[i] = k->parents[--k->nparents];
+			return;
+		}
+}
+
+/* Set what a description says.  A serial reused by a new key starts anew;
+ * a change of uid, gid or perm seen here is a change of the key. */
+int kkey_note(struct kkey *k, const char *type, const char *desc)
+{
+	char *copy;
+
+	if (k->desc && strcmp(k->type, type) == 0 && strcmp(k->desc, desc) == 0)
+		return 0;
+	if (strlen(type) > KEYFS_TYPE_MAX)
+		return -EINVAL;
+	copy = strdup(desc);
+	if (!copy)
+		return -ENOMEM;
+	if (k->desc) {
+		k->have_attr = false;
+		k->exact_expiry = false;
+		k->nparents = 0;
+		k->mtime = k->ctime = real_now();
+		kidx_free(k->idx);
+		k->idx = NULL;
+	}
+	free(k->desc);
+	k->desc = copy;
+	strcpy(k->type, type);
+	return 0;
+}
+
+void kkey_note_attr(struct kkey *k, uid_t uid, gid_t gid, uint32_t perm)
+{
+	if (k->have_attr &&
+	    (k->uid != uid || k->gid != gid || k->perm != perm))
+		kkey_touch_change(k);
+	k->uid = uid;
+	k->gid = gid;
+	k->perm = perm;
+	k->have_attr = true;
+}
+
+/* ---- describing ---- */
+
+struct kdesc {
+	const char *type;
+	uid_t uid;
+	gid_t gid;
+	uint32_t perm;
+	const char *desc;
+};
+
+/* Split "type;uid;gid;perm;description" in place; the description may
+ * itself hold ';'. */
+static int parse_describe(char *text, struct kdesc *d)
+{
+	char *f[4], *p = text, *end;
+
+	for (int i = 0; i < 4; i++) {
+		f[i] = p;
+		p = strchr(p, ';');
+		if (!p)
+			return -EIO;
+		*p++ = '\0';
+	}
+	d->type = f[0];
+	d->uid = (uid_t)strtol(f[1], &end, 10);
+	if (*end)
+		return -EIO;
+	d->gid = (gid_t)strtol(f[2], &end, 10);
+	if (*end)
+		return -EIO;
+	d->perm = (uint32_t)strtoul(f[3], &end, 16);
+	if (*end)
+		return -EIO;
+	d->desc = p;
+	return 0;
+}
+
+/* keyctl describe as keyfs; where keyfs may not view the key, as the
+ * caller (whose own right to view is checked by perm_check afterwards). */
+static int describe_text(struct keyfs_backend *b, const struct keyfs_cred *c,
+			 kserial_t key, char **text_alloc)
+{
+	int ret;
+
+	ret = kerr(keyctl_describe_alloc(key, text_alloc));
+	if (ret != -EACCES || is_mounter(b, c))
+		return ret;
+	return ktext_as(b, c, keyctl_describe_alloc, key, text_alloc);
+}
+
+/* Describe key into the cache; *kp is its entry.  -errno as keyctl gives
+ * it when the key cannot be described now. */
+int kkey_learn(struct keyfs_backend *b, const struct keyfs_cred *c,
+	       kserial_t key, struct kkey **kp)
+{
+	struct kdesc d;
+	struct kkey *k;
+	char *text;
+	int ret;
+
+	ret = describe_text(b, c, key, &text);
+	if (ret < 0)
+		return ret;
+	ret = parse_describe(text, &d);
+	if (ret < 0)
+		goto out;
+	k = kkey_make(b, key);
+	if (!k) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	ret = kkey_note(k, d.type, d.desc);
+	if (ret < 0)
+		goto out;
+	kkey_note_attr(k, d.uid, d.gid, d.perm);
+	*kp = k;
+out:
+	free(text);
+	return ret;
+}
+
+/* ---- keyfs's own permission check for callers other than the mounter ---- */
+
+/* keyfs's check, before the kernel's, for a caller other than the mounter:
+ * the key's perm as freshly described, without possession (perm.h).  A key
+ * that cannot be described gives keyctl's error, as the kernel checks
+ * validity before permission. */
+int kkey_check(struct keyfs_backend *b, const struct keyfs_cred *c,
+	       kserial_t key, unsigned want, unsigned or_want)
+{
+	struct kkey *k;
+	int ret;
+
+	if (is_mounter(b, c))
+		return 0;
+	ret = kkey_learn(b, c, key, &k);
+	if (ret < 0)
+		return ret;
+	ret = perm_check(c, k->uid, k->gid, k->perm, false, want);
+	if (ret < 0 && or_want)
+		ret = perm_check(c, k->uid, k->gid, k->perm, false, or_want);
+	return ret;
+}
+
+/* The key's cache entry with its type and description, for the index. */
+struct kkey *kkey_known(struct keyfs_backend *b,
+			       const struct keyfs_cred *c, kserial_t key)
+{
+	struct kkey *k = kkey_get(b, key);
+
+	if (!k || !k->desc)
+		if (kkey_learn(b, c, key, &k) < 0)
+			k = kkey_make(b, key);
+	return k;
+}
+
+/* ---- the key types ---- */
+
+/*
+ * The types add_key(2) may know: the keys subsystem's own, and those modules
+ * add (which may be absent; their add then fails at close).  The kernel
+ * cannot be asked without making a key, so their facts live here, once, for
+ * check_new, type_info and keyfs's own payload check.  max_payload is the
+ * kernel's limit where keyfs knows it (user, logon, big_key; 0 for a keyring,
+ * which takes no payload), else add_key(2)'s own bound.
+ */
+static const struct ktype {
+	const char *name;
+	size_t max_payload;
+	bool readable;		/* the type has a read method */
+} ktypes[] = {
+	{ "user",		KEYFS_USER_PAYLOAD_MAX,	true },
+	{ "logon",		KEYFS_USER_PAYLOAD_MAX,	false },
+	{ "big_key",		KEYFS_BIG_PAYLOAD_MAX,	true },
+	{ "keyring",		0,			true },
+	{ "asymmetric",		KEYFS_BIG_PAYLOAD_MAX,	true },
+	{ "encrypted",		KEYFS_BIG_PAYLOAD_MAX,	true },
+	{ "trusted",		KEYFS_BIG_PAYLOAD_MAX,	true },
+	{ "dns_resolver",	KEYFS_BIG_PAYLOAD_MAX,	true },
+	{ "rxrpc",		KEYFS_BIG_PAYLOAD_MAX,	true },
+	{ "rxrpc_s",		KEYFS_BIG_PAYLOAD_MAX,	true },
+	{ "ceph",		KEYFS_BIG_PAYLOAD_MAX,	true },
+	{ "id_resolver",	KEYFS_BIG_PAYLOAD_MAX,	true },
+	{ "id_legacy",		KEYFS_BIG_PAYLOAD_MAX,	true },
+	{ "cifs.spnego",	KEYFS_BIG_PAYLOAD_MAX,	true },
+	{ "cifs.idmap",		KEYFS_BIG_PAYLOAD_MAX,	true },
+	{ "pkcs7_test",		KEYFS_BIG_PAYLOAD_MAX,	true },
+};
+
+static const struct ktype *ktype_lookup(const char *type)
+{
+	for (size_t i = 0; i < sizeof(ktypes) / sizeof(ktypes[0]); i++)
+		if (strcmp(type, ktypes[i].name) == 0)
+			return &ktypes[i];
+	return NULL;
+}
+
+int ktype_payload_check(const char *type, size_t len)
+{
+	const struct ktype *t = ktype_lookup(type);
+
+	if (!t || len <= t->max_payload)
+		return 0;
+	/* keyring_preparse() refuses any payload */
+	return t->max_payload ? -EFBIG : -EINVAL;
+}
+
+/* Whether the running kernel has t (big_key is a module option).  A kernel
+ * that cannot tell its capabilities leaves it to add. */
+static bool ktype_present(const struct ktype *t)
+{
+	unsigned char bits[2] = { 0, 0 };
+
+	return strcmp(t->name, "big_key") != 0 ||
+	       keyctl_capabilities(bits, sizeof(bits)) < 0 ||
+	       (bits[0] & KEYCTL_CAPS0_BIG_KEY);
+}
+
+/* A new key's permission as key_create_or_update() gives it: the possessor
+ * all but read where the type cannot read, the owner view. */
+static uint32_t ktype_default_perm(const struct ktype *t)
+{
+	uint32_t pos = KEYFS_PERM_ALL;
+
+	if (!t->readable)
+		pos &= ~(uint32_t)KEYFS_PERM_READ;
+	return pos << 24 | (uint32_t)KEYFS_PERM_VIEW << 16;
+}
+
+int kernel_type_info(struct keyfs_backend *b, const char *type,
+		     struct key_type_info *out)
+{
+	const struct ktype *t = ktype_lookup(type);
+
+	(void)b;
+	if (!t || !ktype_present(t))
+		return -ENODEV;
+	out->max_payload = t->max_payload;
+	out->default_perm = ktype_default_perm(t);
+	out->readable = t->readable;
+	return 0;
+}
+
+int kernel_check_new(struct keyfs_backend *b, const char *type,
+		     const char *desc)
+{
+	const struct ktype *t;
+	const char *colon;
+
+	(void)b;
+	if (!*type || strlen(type) > KEYFS_TYPE_MAX || !*desc ||
+	    strlen(desc) > KEYFS_DESC_MAX)
+		return -EINVAL;
+	if (type[0] == '.')
+		return -EPERM;
+	t = ktype_lookup(type);
+	if (!t || !ktype_present(t))
+		return -ENODEV;
+	/* logon_vet_description(): "subtype:rest", the subtype not empty */
+	colon = strchr(desc, ':');
+	if (strcmp(type, "logon") == 0 && (!colon || colon == desc))
+		return -EINVAL;
+	return 0;
+}

@@ -1,0 +1,402 @@
+/* keyring.c: a keyring's links: the per-keyring index by serial and name, listing and find. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernel.h"
+
+/* ---- keyring indexes ---- */
+
+struct kidx *kidx_new(size_t hint)
+{
+	struct kidx *x = calloc(1, sizeof(*x));
+
+	if (!x)
+		return NULL;
+	for (x->nslots = SLOTS_MIN; x->nslots < hint; x->nslots *= 2)
+		;
+	x->by_serial = calloc(x->nslots, sizeof(*x->by_serial));
+	x->by_name = calloc(x->nslots, sizeof(*x->by_name));
+	if (!x->by_serial || !x->by_name) {
+		kidx_free(x);
+		return NULL;
+	}
+	x->built = mono_now();
+	return x;
+}
+
+void kidx_free(struct kidx *x)
+{
+	struct ient *e, *next;
+
+	if (!x)
+		return;
+	for (size_t i = 0; i < x->nslots; i++)
+		for (e = x->by_serial[i]; e; e = next) {
+			next = e->serial_next;
+			free(e);
+		}
+	free(x->by_serial);
+	free(x->by_name);
+	free(x);
+}
+
+static struct ient *kidx_by_serial(struct kidx *x, kserial_t s)
+{
+	struct ient *e;
+
+	for (e = x->by_serial[hash_serial(s, x->nslots)]; e;
+	     e = e->serial_next)
+		if (e->serial == s)
+			return e;
+	return NULL;
+}
+
+static struct ient *kidx_by_name(struct keyfs_backend *b, struct kidx *x,
+				const char *type, const char *desc)
+{
+	uint32_t h = hash_name(type, desc);
+	struct ient *e;
+	struct kkey *k;
+
+	for (e = x->by_name[h & (x->nslots - 1)]; e; e = e->name_next) {
+		if (!e->named || e->hash != h)
+			continue;
+		k = kkey_get(b, e->serial);
+		if (k && k->desc && strcmp(k->type, type) == 0 &&
+		    strcmp(k->desc, desc) == 0)
+			return e;
+	}
+	return NULL;
+}
+
+static void kidx_chain(struct kidx *x, struct ient *e)
+{
+	size_t i = hash_serial(e->serial, x->nslots);
+
+	e->serial_next = x->by_serial[i];
+	x->by_serial[i] = e;
+	if (e->named) {
+		i = e->hash & (x->nslots - 1);
+		e->name_next = x->by_name[i];
+		x->by_name[i] = e;
+	}
+}
+
+static int kidx_grow(struct kidx *x)
+{
+	struct kidx n = *x;
+	struct ient *e, *next;
+
+	n.nslots = x->nslots * 2;
+	n.by_serial = calloc(n.nslots, sizeof(*n.by_serial));
+	n.by_name = calloc(n.nslots, sizeof(*n.by_name));
+	if (!n.by_serial || !n.by_name) {
+		free(n.by_serial);
+		free(n.by_name);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < x->nslots; i++)
+		for (e = x->by_serial[i]; e; e = next) {
+			next = e->serial_next;
+			kidx_chain(&n, e);
+		}
+	free(x->by_serial);
+	free(x->by_name);
+	*x = n;
+	return 0;
+}
+
+/* Add serial s (whose entry k may be NULL or undescribed) to the index. */
+static int kidx_insert(struct kidx *x, kserial_t s, const struct kkey *k)
+{
+	struct ient *e;
+
+	if (kidx_by_serial(x, s))
+		return 0;
+	if (x->n >= x->nslots && kidx_grow(x) < 0)
+		return -ENOMEM;
+	e = calloc(1, sizeof(*e));
+	if (!e)
+		return -ENOMEM;
+	e->serial = s;
+	e->named = k && k->desc;
+	if (e->named) {
+		e->hash = hash_name(k->type, k->desc);
+		e->keyring = keyfs_is_keyring_type(k->type);
+	}
+	kidx_chain(x, e);
+	x->n++;
+	x->nkeyrings += e->keyring;
+	return 0;
+}
+
+static void kidx_remove(struct kidx *x, kserial_t s)
+{
+	struct ient **pp, *e = NULL;
+
+	for (pp = &x->by_serial[hash_serial(s, x->nslots)]; *pp;
+	     pp = &(*pp)->serial_next)
+		if ((*pp)->serial == s) {
+			e = *pp;
+			*pp = e->serial_next;
+			break;
+		}
+	if (!e)
+		return;
+	if (e->named)
+		for (pp = &x->by_name[e->hash & (x->nslots - 1)]; *pp;
+		     pp = &(*pp)->name_next)
+			if (*pp == e) {
+				*pp = e->name_next;
+				break;
+			}
+	x->n--;
+	x->nkeyrings -= e->keyring;
+	free(e);
+}
+
+/* keyfs linked k into ring: the index (if built) follows, displacing the
+ * key of the same type and description as the kernel does. */
+void kring_note_link(struct keyfs_backend *b, kserial_t ring, struct kkey *k)
+{
+	struct kkey *r = kkey_get(b, ring);
+	struct ient *old;
+
+	if (!k)
+		return;
+	kkey_parent_add(k, ring);	/* on ENOMEM nlink is merely low */
+	if (!r || !r->idx || kidx_by_serial(r->idx, k->serial))
+		return;
+	if (k->desc) {
+		old = kidx_by_name(b, r->idx, k->type, k->desc);
+		if (old) {
+			kkey_parent_del(kkey_get(b, old->serial), ring);
+			kidx_remove(r->idx, old->serial);
+		}
+	}
+	if (kidx_insert(r->idx, k->serial, k) < 0) {
+		/* an index missing a key would hide it: list anew next time */
+		kidx_free(r->idx);
+		r->idx = NULL;
+	}
+}
+
+/* ring changed in a way keyfs cannot follow: list it anew next time. */
+void kring_note_unknown(struct keyfs_backend *b, kserial_t ring)
+{
+	struct kkey *r = kkey_get(b, ring);
+
+	if (r && r->idx)
+		r->idx->built = (struct timespec){ 0, 0 };
+}
+
+void kring_note_unlink(struct keyfs_backend *b, kserial_t ring, kserial_t s)
+{
+	struct kkey *r = kkey_get(b, ring);
+
+	kkey_parent_del(kkey_get(b, s), ring);
+	if (r && r->idx)
+		kidx_remove(r->idx, s);
+}
+
+/* Build ring's index anew from a listing: serials keyfs has described
+ * before cost nothing, new ones are described once. */
+static int kidx_refresh(struct keyfs_backend *b, const struct keyfs_cred *c,
+			kserial_t ring, const kserial_t *list, size_t n)
+{
+	struct kidx *x, *old;
+	struct kkey *r, *k;
+	bool changed;
+	int ret;
+
+	r = kkey_make(b, ring);
+	x = kidx_new(n);
+	if (!r || !x) {
+		kidx_free(x);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < n; i++) {
+		k = kkey_get(b, list[i]);
+		if (!k || !k->desc)
+			if (kkey_learn(b, c, list[i], &k) < 0)
+				k = kkey_get(b, list[i]);
+		ret = kidx_insert(x, list[i], k);
+		if (ret == 0 && k)
+			ret = kkey_parent_add(k, ring);
+		if (ret < 0) {
+			kidx_free(x);
+			return ret;
+		}
+	}
+	old = r->idx;
+	changed = old && old->n != x->n;
+	for (size_t i = 0; old && i < old->nslots; i++)
+		for (struct ient *e = old->by_serial[i]; e; e = e->serial_next)
+			if (!kidx_by_serial(x, e->serial)) {
+				kkey_parent_del(kkey_get(b, e->serial), ring);
+				changed = true;
+			}
+	if (changed)
+		kkey_touch_payload(r);
+	kidx_free(old);
+	r->idx = x;
+	return 0;
+}
+
+/* ---- payloads ---- */
+
+/* keyctl read with the size-probe protocol: ask the length, allocate,
+ * read, and again if it grew meanwhile.  The buffer is the caller's, to
+ * wipe and free; NULL when empty. */
+static int read_payload(kserial_t key, void **buf_alloc, size_t *lenp)
+{
+	void *buf = NULL;
+	long len, got;
+
+	len = keyctl_read(key, NULL, 0);
+	for (;;) {
+		if (len < 0)
+			return -errno;
+		if (len == 0) {
+			*buf_alloc = NULL;
+			*lenp = 0;
+			return 0;
+		}
+		buf = malloc((size_t)len);
+		if (!buf)
+			return -ENOMEM;
+		got = keyctl_read(key, buf, (size_t)len);
+		if (got >= 0 && got <= len)
+			break;
+		explicit_bzero(buf, (size_t)len);
+		free(buf);
+		len = got;
+	}
+	*buf_alloc = buf;
+	*lenp = (size_t)got;
+	return 0;
+}
+
+struct kread {
+	kserial_t key;
+	void **buf_alloc;
+	size_t *lenp;
+};
+
+static int read_run(void *arg)
+{
+	struct kread *r = arg;
+
+	return read_payload(r->key, r->buf_alloc, r->lenp);
+}
+
+int kpayload_read_as(struct keyfs_backend *b, const struct keyfs_cred *c,
+		     kserial_t key, void **buf_alloc, size_t *lenp)
+{
+	struct kread r = { key, buf_alloc, lenp };
+
+	return as_caller(b, c, read_run, &r);
+}
+
+/* A keyring's links, read as the caller; the index follows the listing. */
+int kring_read(struct keyfs_backend *b, const struct keyfs_cred *c,
+	       kserial_t ring, kserial_t **out, size_t *n)
+{
+	void *buf = NULL;
+	size_t len = 0;
+	int ret;
+
+	ret = kpayload_read_as(b, c, ring, &buf, &len);
+	if (ret < 0)
+		return ret;
+	ret = kidx_refresh(b, c, ring, buf, len / sizeof(kserial_t));
+	if (ret < 0) {
+		free(buf);
+		return ret;
+	}
+	*out = buf;
+	*n = len / sizeof(kserial_t);
+	return 0;
+}
+
+/* ring's index, listed anew when older than the cache timeout. */
+int kring_index(struct keyfs_backend *b, const struct keyfs_cred *c,
+		kserial_t ring, struct kidx **xp)
+{
+	struct kkey *r = kkey_get(b, ring);
+	kserial_t *list;
+	size_t n;
+	int ret;
+
+	if (!r || !r->idx || age_of(&r->idx->built) >= b->cache_timeout) {
+		ret = kring_read(b, c, ring, &list, &n);
+		if (ret < 0)
+			return ret;
+		free(list);
+		r = kkey_get(b, ring);
+	}
+	*xp = r->idx;
+	return 0;
+}
+
+int kernel_list(struct keyfs_backend *b, const struct keyfs_cred *c,
+		kserial_t keyring, kserial_t **out_alloc, size_t *n)
+{
+	kserial_t *list;
+	size_t cnt;
+	int ret;
+
+	ret = kkey_check(b, c, keyring, KEYFS_PERM_READ, 0);
+	if (ret < 0)
+		return ret;
+	ret = kring_read(b, c, keyring, &list, &cnt);
+	if (ret < 0)
+		return ret;
+	*out_alloc = list;
+	*n = cnt;
+	return 0;
+}
+
+int kernel_find(struct keyfs_backend *b, const struct keyfs_cred *c,
+		kserial_t keyring, const char *type, const char *desc,
+		kserial_t *out)
+{
+	struct ient *e;
+	struct kidx *x;
+	int ret;
+
+	ret = kkey_check(b, c, keyring, KEYFS_PERM_SEARCH, KEYFS_PERM_READ);
+	if (ret < 0)
+		return ret;
+	ret = kring_index(b, c, keyring, &x);
+	/* search alone lets the kernel find a key by name, though not read
+	 * the keyring: keyfs lists it for the caller its check let in */
+	if (ret == -EACCES && !is_mounter(b, c))
+		ret = kring_index(b, NULL, keyring, &x);
+	if (ret < 0)
+		return ret;
+	e = kidx_by_name(b, x, type, desc);
+	if (!e)
+		return -ENOKEY;
+	*out = e->serial;
+	return 0;
+}
+
+/* keyfs cleared ring: its keys lose this parent, its index is empty. */
+void kring_note_cleared(struct keyfs_backend *b, kserial_t ring)
+{
+	struct kkey *r = kkey_get(b, ring);
+
+	if (!r)
+		return;
+	kkey_touch_payload(r);
+	if (!r->idx)
+		return;
+	for (size_t i = 0; i < r->idx->nslots; i++)
+		for (struct ient *e = r->idx->by_serial[i]; e;
+		     e = e->serial_next)
+			kkey_parent_del(kkey_get(b, e->serial), ring);
+	kidx_free(r->idx);
+	r->idx = kidx_new(0);	/* empty and fresh; NULL: list anew */
+}

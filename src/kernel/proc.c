@@ -1,0 +1,339 @@
+/* proc.c: /proc/keys and /proc/key-users: parsing, the parse cache, quotas, by-id listings. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "kernel.h"
+
+#define PROC_KEYS		"/proc/keys"
+#define PROC_KEY_USERS		"/proc/key-users"
+#define SYSCTL_KEYS		"/proc/sys/kernel/keys/"
+
+/* A whole /proc file; *text_alloc is malloc'd and NUL-terminated. */
+static int slurp(const char *path, char **text_alloc, size_t *lenp)
+{
+	size_t cap = SLURP_MIN, len = 0;
+	char *buf = NULL, *nbuf;
+	int fd, ret = 0;
+	ssize_t r;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	buf = malloc(cap);
+	if (!buf) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	for (;;) {
+		if (len + 1 >= cap) {
+			nbuf = realloc(buf, cap * 2);
+			if (!nbuf) {
+				ret = -ENOMEM;
+				goto out;
+			}
+			buf = nbuf;
+			cap *= 2;
+		}
+		r = read(fd, buf + len, cap - len - 1);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			ret = -errno;
+			goto out;
+		}
+		if (r == 0)
+			break;
+		len += (size_t)r;
+	}
+	buf[len] = '\0';
+	*text_alloc = buf;
+	if (lenp)
+		*lenp = len;
+	buf = NULL;
+out:
+	free(buf);
+	close(fd);
+	return ret;
+}
+
+/* The start of the line after p's, or the terminating NUL. */
+static const char *next_line(const char *p)
+{
+	const char *nl = strchr(p, '\n');
+
+	return nl ? nl + 1 : p + strlen(p);
+}
+
+/* ---- /proc/keys ---- */
+
+static int parse_timeout(const char *s, time_t now, struct pent *pe)
+{
+	unsigned long n, unit;
+	char *end;
+
+	pe->lo = pe->hi = 0;
+	if (strcmp(s, "perm") == 0) {
+		pe->tmo = TMO_NONE;
+		return 0;
+	}
+	if (strcmp(s, "expd") == 0) {
+		pe->tmo = TMO_EXPIRED;
+		pe->lo = pe->hi = now;
+		return 0;
+	}
+	n = strtoul(s, &end, 10);
+	switch (*end) {
+	case 's': unit = 1; break;
+	case 'm': unit = 60; break;
+	case 'h': unit = 60 * 60; break;
+	case 'd': unit = 24 * 60 * 60; break;
+	case 'w': unit = 7 * 24 * 60 * 60; break;
+	default: return -EIO;
+	}
+	pe->tmo = TMO_SET;
+	pe->lo = now + (time_t)(n * unit);
+	pe->hi = now + (time_t)((n + 1) * unit);
+	return 0;
+}
+
+/* "serial flags usage timeout perm uid gid type description" */
+static int kproc_parse_line(const char *line, time_t now, struct pent *pe)
+{
+	unsigned serial, perm;
+	char flags[8], tmo[8];
+	int usage, uid, gid;
+
+	if (sscanf(line, "%x %7s %d %7s %x %d %d", &serial, flags, &usage,
+		   tmo, &perm, &uid, &gid) != 7)
+		return -EIO;
+	pe->serial = (kserial_t)serial;
+	memcpy(pe->flags, flags, sizeof(pe->flags));
+	pe->uid = (uid_t)uid;
+	pe->gid = (gid_t)gid;
+	pe->perm = perm;
+	return parse_timeout(tmo, now, pe);
+}
+
+void pcache_free(struct pcache *pc)
+{
+	free(pc->ents);
+	free(pc->slots);
+	memset(pc, 0, sizeof(*pc));
+}
+
+/* Replace the cache with a parse of text. */
+static int pcache_fill(struct pcache *pc, const char *text)
+{
+	struct pcache n = { 0 };
+	size_t lines = 0, cap;
+	time_t now = time(NULL);
+	const char *p;
+
+	for (p = text; *p; p++)
+		lines += *p == '\n';
+	cap = lines + 1;
+	n.ents = calloc(cap, sizeof(*n.ents));
+	for (n.nslots = SLOTS_MIN; n.nslots < cap; n.nslots *= 2)
+		;
+	n.slots = calloc(n.nslots, sizeof(*n.slots));
+	if (!n.ents || !n.slots) {
+		pcache_free(&n);
+		return -ENOMEM;
+	}
+	for (p = text; *p && n.n < cap; p = next_line(p))
+		if (kproc_parse_line(p, now, &n.ents[n.n]) == 0)
+			n.n++;
+	for (size_t i = 0; i < n.n; i++) {
+		size_t j = hash_serial(n.ents[i].serial, n.nslots);
+
+		n.ents[i].next = n.slots[j];
+		n.slots[j] = &n.ents[i];
+	}
+	n.when = mono_now();
+	n.valid = true;
+	pcache_free(pc);
+	*pc = n;
+	return 0;
+}
+
+static int kproc_read(struct keyfs_backend *b, char **text_alloc)
+{
+	char *text;
+	int ret;
+
+	ret = slurp(PROC_KEYS, &text, NULL);
+	if (ret < 0)
+		return ret;
+	ret = pcache_fill(&b->proc, text);
+	if (ret < 0 || !text_alloc)
+		free(text);
+	else
+		*text_alloc = text;
+	return ret;
+}
+
+/*
+ * /proc/keys is dear: the kernel formats every key on the system and works
+ * out possession for each.  It only tells what keyctl does not (expiry,
+ * negative and pending states), so it is read again at most every
+ * PROC_KEYS_MIN_AGE seconds even when the cache timeout is shorter; a key
+ * that died is looked up in a fresh read (force).
+ */
+#define PROC_KEYS_MIN_AGE	1.0
+
+int kproc_fresh(struct keyfs_backend *b, bool force)
+{
+	double max_age = b->cache_timeout > PROC_KEYS_MIN_AGE ?
+			 b->cache_timeout : PROC_KEYS_MIN_AGE;
+
+	if (!force && b->proc.valid && age_of(&b->proc.when) < max_age)
+		return 0;
+	return kproc_read(b, NULL);
+}
+
+struct pent *kproc_find(struct keyfs_backend *b, kserial_t s)
+{
+	struct pent *pe;
+
+	if (!b->proc.valid)
+		return NULL;
+	for (pe = b->proc.slots[hash_serial(s, b->proc.nslots)]; pe;
+	     pe = pe->next)
+		if (pe->serial == s)
+			return pe;
+	return NULL;
+}
+
+int kernel_list_all(struct keyfs_backend *b, const struct keyfs_cred *c,
+		    kserial_t **out_alloc, size_t *n)
+{
+	kserial_t *out = NULL;
+	size_t cnt = 0;
+	int ret;
+
+	ret = kproc_read(b, NULL);
+	if (ret < 0)
+		return ret;
+	if (b->proc.n) {
+		out = malloc(b->proc.n * sizeof(*out));
+		if (!out)
+			return -ENOMEM;
+	}
+	for (size_t i = 0; i < b->proc.n; i++) {
+		const struct pent *pe = &b->proc.ents[i];
+
+		if (is_mounter(b, c) ||
+		    perm_check(c, pe->uid, pe->gid, pe->perm, false,
+			       KEYFS_PERM_VIEW) == 0)
+			out[cnt++] = pe->serial;
+	}
+	if (!cnt) {
+		free(out);
+		out = NULL;
+	}
+	*out_alloc = out;
+	*n = cnt;
+	return 0;
+}
+
+/* ---- /proc text and quotas ---- */
+
+/* The lines of /proc/keys text naming keys the caller may view without
+ * possessing them, moved to the front of text. */
+static void filter_proc_keys(const struct keyfs_cred *c, char *text)
+{
+	time_t now = time(NULL);
+	char *w = text;
+	const char *p, *next;
+	struct pent pe;
+
+	for (p = text; *p; p = next) {
+		next = next_line(p);
+		if (kproc_parse_line(p, now, &pe) < 0 ||
+		    perm_check(c, pe.uid, pe.gid, pe.perm, false,
+			       KEYFS_PERM_VIEW) < 0)
+			continue;
+		memmove(w, p, (size_t)(next - p));
+		w += next - p;
+	}
+	*w = '\0';
+}
+
+int kernel_proc_keys(struct keyfs_backend *b,
+		     const struct keyfs_cred *c, char **text_alloc)
+{
+	char *text;
+	int ret;
+
+	ret = kproc_read(b, &text);
+	if (ret < 0)
+		return ret;
+	if (!is_mounter(b, c))
+		filter_proc_keys(c, text);
+	*text_alloc = text;
+	return 0;
+}
+
+int kernel_proc_key_users(struct keyfs_backend *b,
+			  const struct keyfs_cred *c, char **text_alloc)
+{
+	(void)b;
+	(void)c;
+	return slurp(PROC_KEY_USERS, text_alloc, NULL);
+}
+
+static int read_sysctl(const char *name, unsigned long *val)
+{
+	char path[64], *text, *end;
+	int ret;
+
+	snprintf(path, sizeof(path), SYSCTL_KEYS "%s", name);
+	ret = slurp(path, &text, NULL);
+	if (ret < 0)
+		return ret;
+	*val = strtoul(text, &end, 10);
+	if (end == text)
+		ret = -EIO;
+	free(text);
+	return ret;
+}
+
+/* "  UID: usage nkeys/ninstantiated qnkeys/maxkeys qnbytes/maxbytes";
+ * a uid with no keys has no line: the limits then come from sysctl. */
+int kernel_quota(struct keyfs_backend *b, const struct keyfs_cred *c,
+		 struct key_quota *q)
+{
+	uid_t uid = c ? c->uid : b->uid;
+	unsigned long u, usage, nk, ni, qk, mk, qb, mb;
+	const char *p;
+	char *text;
+	int ret;
+
+	ret = slurp(PROC_KEY_USERS, &text, NULL);
+	if (ret < 0)
+		return ret;
+	for (p = text; *p; p = next_line(p))
+		if (sscanf(p, " %lu: %lu %lu/%lu %lu/%lu %lu/%lu", &u, &usage,
+			   &nk, &ni, &qk, &mk, &qb, &mb) == 8 && u == uid) {
+			q->keys = qk;
+			q->maxkeys = mk;
+			q->bytes = qb;
+			q->maxbytes = mb;
+			goto out;
+		}
+	ret = read_sysctl(uid ? "maxkeys" : "root_maxkeys", &mk);
+	if (ret == 0)
+		ret = read_sysctl(uid ? "maxbytes" : "root_maxbytes", &mb);
+	if (ret == 0) {
+		q->keys = q->bytes = 0;
+		q->maxkeys = mk;
+		q->maxbytes = mb;
+	}
+out:
+	free(text);
+	return ret;
+}
