@@ -288,6 +288,7 @@ void mem_key_touch(struct mkey *k, bool payload)
 	if (payload)
 		k->mtime = k->ctime;
 }
+
 /* ---- making keys ---- */
 
 int mem_key_new(struct keyfs_backend *b, const struct mkey_type *type,

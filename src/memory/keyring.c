@@ -6,6 +6,8 @@
 
 #include "memory.h"
 
+/* ---- unlinking ---- */
+
 void mem_unlink_one(struct keyfs_backend *b, struct mkey *keyring,
 		    struct mkey *key)
 {
@@ -23,6 +25,7 @@ void mem_unlink_all(struct keyfs_backend *b, struct mkey *key)
 	while (key->nparents)
 		mem_unlink_one(b, key->parents[key->nparents - 1], key);
 }
+
 /* ---- linking ---- */
 
 /*

@@ -107,6 +107,7 @@ int mem_key_validate(const struct mkey *k, bool partial)
 		return -EKEYEXPIRED;
 	return 0;
 }
+
 int mem_viewable_keys(struct keyfs_backend *b, const struct keyfs_cred *c,
 		      struct mkey ***out_alloc, size_t *n)
 {

@@ -185,6 +185,9 @@ int mem_lookup_keyring(struct keyfs_backend *b, const struct keyfs_cred *c,
 		ret = -ENOTDIR;
 	return ret;
 }
+
+/* ---- the slots ---- */
+
 int mem_special(struct keyfs_backend *b, const struct keyfs_cred *c,
 		int which, bool create, kserial_t *out)
 {
