@@ -572,6 +572,45 @@ static void test_text(struct keyfs_backend *b)
 	free(text);
 }
 
+/* type_info gives each type's facts, and a new key gets the perm it names. */
+static void test_type_info(struct keyfs_backend *b)
+{
+	static const struct {
+		const char *type;
+		size_t max;
+		uint32_t perm;
+		bool readable;
+	} want[] = {
+		{ "user", KEYFS_USER_PAYLOAD_MAX, 0x3f010000, true },
+		{ "logon", KEYFS_USER_PAYLOAD_MAX, 0x3d010000, false },
+		{ "big_key", KEYFS_BIG_PAYLOAD_MAX, 0x3f010000, true },
+		{ "keyring", 0, 0x3f010000, true },
+	};
+	kserial_t s = spec(b, KEYFS_SPEC_SESSION);
+	struct key_type_info ti;
+	struct key_info ki;
+
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		const char *t = want[i].type;
+		bool keyring = want[i].max == 0;
+		kserial_t k;
+
+		memset(&ti, 0, sizeof(ti));
+		is_int(ops->type_info(b, t, &ti), 0, "type_info %s", t);
+		ok(ti.max_payload == want[i].max, "%s: payload limit", t);
+		is_int((long)ti.default_perm, (long)want[i].perm, "%s: default perm", t);
+		ok(ti.readable == want[i].readable, "%s: readable", t);
+		is_int(ops->add(b, &me, t, keyring ? "ti-ring" : "ti:key",
+				keyring ? NULL : "x", keyring ? 0 : 1, s, &k),
+		       0, "%s: add", t);
+		is_int(ops->describe(b, &me, k, &ki), 0, "%s: describe", t);
+		is_int((long)ki.perm, (long)ti.default_perm,
+		       "%s: a new key gets the default perm", t);
+	}
+	is_int(ops->type_info(b, "nosuch", &ti), -ENODEV, "type_info: unknown type");
+	is_int(ops->type_info(b, ".ceph", &ti), -EPERM, "type_info: the kernel's own");
+}
+
 int main(void)
 {
 	struct keyfs_backend *b;
@@ -590,6 +629,7 @@ int main(void)
 		test_perms(b);
 		test_quota(b);
 		test_text(b);
+		test_type_info(b);
 		ops->destroy(b);
 	}
 	test_request();

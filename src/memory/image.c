@@ -1,4 +1,4 @@
-/* memory-image.c: the memory model to and from store=FILE's image, and back to it after a failed save. */
+/* image.c: the memory model to and from store=FILE's image, and back to it after a failed save. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>

@@ -1,4 +1,4 @@
-/* memory-proc.c: the memory backend's /proc/keys, /proc/key-users and supports texts. */
+/* proc.c: the memory backend's /proc/keys, /proc/key-users and supports texts. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>

@@ -2,7 +2,11 @@
 #ifndef KEYFS_MEMORY_H
 #define KEYFS_MEMORY_H
 
+#include <string.h>
+#include <time.h>
+
 #include "backend.h"
+#include "perm.h"
 #include "store.h"
 
 struct mkey;
@@ -22,6 +26,10 @@ struct mkey;
 #define MEM_MAXBYTES		20000
 #define MEM_GC_DELAY		300	/* gc_delay: dead keys linger this long */
 #define MEM_PERSISTENT_EXPIRY	259200	/* persistent_keyring_expiry */
+
+/* Perm bits for the possessor and the owner (KEY_POS_*, KEY_USR_*). */
+#define POS(bits)	((uint32_t)(bits) << KEYFS_POS_SHIFT)
+#define USR(bits)	((uint32_t)(bits) << KEYFS_USR_SHIFT)
 
 /* The perm bits a key can have (KEY_POS_ALL | KEY_USR_ALL | ...). */
 #define MEM_PERM_VALID		0x3f3f3f3fu
@@ -46,6 +54,7 @@ struct mkey_prep {
 struct mkey_type {
 	const char *name;
 	size_t max_payload;	/* bytes; 0: the payload must be empty */
+	uint32_t perm;		/* a new key's permission (key_alloc's) */
 	/* Check a description: 0 or -EINVAL.  NULL: any description. */
 	int (*vet_description)(const char *desc);
 	/* Check data and copy it into prep: -EINVAL for an empty payload (or a
@@ -138,8 +147,8 @@ struct muser {
 	unsigned long qnbytes;	/* bytes charged to the quota */
 };
 
-/* The memory backend (opaque outside these files): memory-image.c builds
- * and swaps its model, memory-proc.c reads the owners' accounts. */
+/* The memory backend (opaque outside these files): image.c builds and
+ * swaps its model, proc.c reads the owners' accounts. */
 struct keyfs_backend {
 	const char *store;		/* owned by the caller */
 	const char *request_key;	/* owned by the caller */
@@ -172,7 +181,50 @@ struct keyfs_backend {
 	struct store_image snap;	/* with a store: what it holds */
 };
 
-/* memory-types.c */
+/*
+ * The files, from the bottom up; a file calls only those above it in this
+ * list, never one below it (except through a struct mkey_type's slots):
+ *   types.c, key.c, keyring.c, gc.c, permission.c, image.c, commit.c,
+ *   process_keys.c, then on top keyctl.c, request_key.c, proc.c, memory.c.
+ */
+
+/* ---- small helpers every file uses ---- */
+
+static inline struct timespec mem_now_ts(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return ts;
+}
+
+static inline bool mem_key_expired(const struct mkey *k, time_t now)
+{
+	return k->expiry && now >= k->expiry;
+}
+
+/* A key lost a link: reap it at the end of the operation if nothing links
+ * or holds it any more.  Here, not in key.c, because the keyring's link
+ * table (types.c, below key.c) drops links too. */
+static inline void mem_key_unref(struct keyfs_backend *b, struct mkey *key)
+{
+	if (key->nparents || key->special || key->on_dead)
+		return;
+	key->on_dead = true;
+	key->dead_next = b->dead;
+	b->dead = key;
+}
+
+/* Does c hold search permission on k (possessed as said)?  Both the
+ * possession walk (permission.c) and the search (keyring.c) ask. */
+static inline bool mem_search_ok(const struct keyfs_cred *c,
+				 const struct mkey *k, bool possessed)
+{
+	return perm_check(c, k->uid, k->gid, k->perm, possessed,
+			  KEYFS_PERM_SEARCH) == 0;
+}
+
+/* ---- types.c: the key types and the keyring's link table ---- */
 extern const struct mkey_type mtype_keyring;
 /* The type of that name, or NULL (callers answer -ENODEV or -ENOKEY). */
 const struct mkey_type *mtype_lookup(const char *name);
@@ -195,91 +247,19 @@ void mring_clear(struct keyfs_backend *b, struct mkey *keyring);
 struct mring *mring_alloc(void);
 void mring_free(struct mring *r);
 
-/* backend-memory.c, for the types and the request code */
-/* A key lost a link: reap it at the end of the operation if nothing links
- * or holds it any more. */
-void mem_key_unref(struct keyfs_backend *b, struct mkey *key);
-/* Keep the owner's quota in step with key->datalen. */
-void mem_charge_sync(struct keyfs_backend *b, struct mkey *key);
 
-/* lookup flags, as lookup_user_key()'s */
-#define MEM_LOOKUP_CREATE	0x1	/* create @p on demand */
-#define MEM_LOOKUP_PARTIAL	0x2	/* negative keys pass */
-/* want: KEYFS_PERM_* bits, or this to check the state but not the perm */
-#define MEM_NEED_DEFER		0x100
+static inline bool mem_is_keyring(const struct mkey *k)
+{
+	return k->type == &mtype_keyring;
+}
 
-/* Start an operation: collect what the kernel's garbage collector would
- * have by now. */
-void mem_begin(struct keyfs_backend *b);
-/* End an operation that changed the model: reap unreferenced keys, then,
- * with a store, save; if saving fails the model goes back to what the
- * store holds and the save's -errno is returned. */
-int mem_commit(struct keyfs_backend *b);
-/* End an operation that failed after mem_begin: reap, nothing saved; the
- * model may have changed, so possession is worked out again. */
-void mem_end(struct keyfs_backend *b);
-/* End an operation that only looked (describe, read, list, find, search):
- * it changed nothing that possession depends on. */
-void mem_end_read(struct keyfs_backend *b);
-/* lookup_user_key(): find id (a serial or a KEYFS_SPEC_*), check its state
- * (unless MEM_LOOKUP_PARTIAL lets a negative key pass) and want. */
-int mem_lookup(struct keyfs_backend *b, const struct keyfs_cred *c,
-	       kserial_t id, unsigned flags, unsigned want, struct mkey **out);
-/* Does the caller possess key? */
-bool mem_possessed(struct keyfs_backend *b, const struct keyfs_cred *c,
-		   struct mkey *key);
-int mem_key_perm(struct keyfs_backend *b, const struct keyfs_cred *c,
-		 struct mkey *key, unsigned want);
-/* search_process_keyrings(): the process, then the session keyring, as
- * request_key(2) searches them.  -EAGAIN when nothing was found and
- * nothing else went wrong (revoked: -EKEYREVOKED, negative: -ENOKEY, no
- * permission: -EACCES). */
-int mem_search_process(struct keyfs_backend *b, const struct keyfs_cred *c,
-		       const struct mkey_type *type, const char *desc,
-		       struct mkey **out);
-/* Checks and memory for linking key into keyring: -ENOTDIR, -EDQUOT,
- * -EPERM (restricted), -EDEADLK, -ELOOP, -ENOMEM. */
-int mem_link_prepare(struct keyfs_backend *b, struct mkey *keyring,
-		     struct mkey *key);
-/* Link after mem_link_prepare; cannot fail. */
-void mem_link_commit(struct keyfs_backend *b, struct mkey *keyring,
-		     struct mkey *key);
-/* The type of that name: -EINVAL for a name empty or too long, -EPERM
- * for the kernel's own (".name"), unknown (what add_key answers: -ENODEV,
- * request_key: -ENOKEY) when there is none. */
-int mem_check_type(const char *type, int unknown,
-		   const struct mkey_type **out);
-/* A description a new key of type t may have: -EINVAL when empty, too
- * long or refused by the type, -EPERM for a keyring named ".name". */
-int mem_check_desc(const struct mkey_type *t, const char *desc);
-/* A new key owned by c, not linked yet (drop it with mem_key_unref if it
- * is not linked after all); its payload taken from prep, or negative
- * (ENOKEY for KEYFS_NEGATIVE_TIMEOUT seconds) when prep is NULL.  The
- * quota check counts the link into dest too when dest is c's and the link
- * will be new.  -EDQUOT, -ENOSPC, -ENOMEM. */
-int mem_key_create(struct keyfs_backend *b, const struct keyfs_cred *c,
-		   const struct mkey_type *type, const char *desc,
-		   struct mkey_prep *prep, struct mkey *dest,
-		   struct mkey **out);
-/* Would one more key for uid, of desc and datalen, plus a new link in
- * dest (when dest is uid's and links no such key yet), pass the quota?
- * 0 or -EDQUOT. */
-int mem_key_quota(struct keyfs_backend *b, uid_t uid, const char *desc,
-		  size_t datalen, struct mkey *dest,
-		  const struct mkey_type *type);
-/* The program configured as request_key=, or NULL. */
-const char *mem_callout_program(struct keyfs_backend *b);
+/* ---- key.c: the serial table, owners and quotas, keys' lives ---- */
 
-/* backend-memory.c, for memory-image.c and memory-proc.c */
 /* The key with this serial, or NULL. */
 struct mkey *mem_key_get(const struct keyfs_backend *b, kserial_t serial);
 /* Every key, by increasing serial, for output that must not depend on the
  * table's order; *out_alloc is malloc'd.  0 or -ENOMEM. */
 int mem_keys_sorted(const struct keyfs_backend *b, struct mkey ***out_alloc);
-/* The keys c may view, by increasing serial: *n of them in *out_alloc
- * (malloc'd).  0 or -ENOMEM. */
-int mem_viewable_keys(struct keyfs_backend *b, const struct keyfs_cred *c,
-		      struct mkey ***out_alloc, size_t *n);
 /* Room for one more key, so that mem_key_register cannot fail.  0 or
  * -ENOMEM. */
 int mem_table_reserve(struct keyfs_backend *b);
@@ -291,6 +271,17 @@ int mem_user_get(struct keyfs_backend *b, uid_t uid, struct muser **out);
 /* uid's maxkeys and maxbytes: root has its own, as in the kernel. */
 void mem_quota_limits(const struct keyfs_backend *b, uid_t uid,
 		      unsigned long *maxkeys, unsigned long *maxbytes);
+/* Would uid stay within its quota with dkeys more keys and dbytes more
+ * bytes?  0 or -EDQUOT. */
+int mem_quota_room(const struct keyfs_backend *b, uid_t uid, long dkeys,
+		   long dbytes);
+/* Keep the owner's quota in step with key->datalen. */
+void mem_charge_sync(struct keyfs_backend *b, struct mkey *key);
+/* The limits and gc delays of /proc/sys/kernel/keys, or the kernel's
+ * defaults. */
+void mem_limits_read(struct keyfs_backend *b);
+/* The gc must look again by expiry + gc_delay (expiry 0: never). */
+void mem_gc_schedule(struct keyfs_backend *b, time_t expiry);
 /* A new key of no one's, not yet in the table (free it with mem_key_free
  * until mem_key_register), or NULL. */
 struct mkey *mem_key_alloc(const struct mkey_type *type, const char *desc);
@@ -304,8 +295,87 @@ void mem_key_register(struct keyfs_backend *b, struct mkey *k);
 /* Free every key nothing links or holds any more; a keyring freed drops
  * its links, which may free more (the list grows while we walk it). */
 void mem_reap(struct keyfs_backend *b);
+/* The key changed: its ctime, and with payload its mtime too. */
+void mem_key_touch(struct mkey *k, bool payload);
+/* The type of that name: -EINVAL for a name empty or too long, -EPERM
+ * for the kernel's own (".name"), unknown (what add_key answers: -ENODEV,
+ * request_key: -ENOKEY) when there is none. */
+int mem_check_type(const char *type, int unknown,
+		   const struct mkey_type **out);
+/* A description a new key of type t may have: -EINVAL when empty, too
+ * long or refused by the type, -EPERM for a keyring named ".name". */
+int mem_check_desc(const struct mkey_type *t, const char *desc);
+/* A new key with a fresh serial, owned by uid/gid, with perm and the
+ * times set, the table and uid's accounts reserved: the caller sets the
+ * rest, instantiates and mem_key_register()s it.  -ENOSPC, -ENOMEM. */
+int mem_key_new(struct keyfs_backend *b, const struct mkey_type *type,
+		const char *desc, uid_t uid, gid_t gid, uint32_t perm,
+		struct mkey **out);
+/* Would one more key for uid, of desc and datalen, plus a new link in
+ * dest (when dest is uid's and links no such key yet), pass the quota?
+ * 0 or -EDQUOT. */
+int mem_key_quota(struct keyfs_backend *b, uid_t uid, const char *desc,
+		  size_t datalen, struct mkey *dest,
+		  const struct mkey_type *type);
+/* A new key owned by c with its type's permission, not linked yet (drop
+ * it with mem_key_unref if it is not linked after all); its payload taken
+ * from prep, or negative (ENOKEY for KEYFS_NEGATIVE_TIMEOUT seconds) when
+ * prep is NULL.  The quota check counts the link into dest too when dest
+ * is c's and the link will be new.  -EDQUOT, -ENOSPC, -ENOMEM. */
+int mem_key_create(struct keyfs_backend *b, const struct keyfs_cred *c,
+		   const struct mkey_type *type, const char *desc,
+		   struct mkey_prep *prep, struct mkey *dest,
+		   struct mkey **out);
+/* The program configured as request_key=, or NULL. */
+const char *mem_callout_program(struct keyfs_backend *b);
 
-/* memory-image.c */
+/* ---- keyring.c: links, cycles, restrictions, search ---- */
+
+/* Remove key's link from keyring, if there is one, and drop the key. */
+void mem_unlink_one(struct keyfs_backend *b, struct mkey *keyring,
+		    struct mkey *key);
+/* Unlink key from every keyring at once (invalidation, gc). */
+void mem_unlink_all(struct keyfs_backend *b, struct mkey *key);
+/* -EPERM when keyring refuses new links (restrict_keyring), else 0. */
+int mem_restriction_check(const struct mkey *keyring);
+/* Checks and memory for linking key into keyring: -ENOTDIR, -EDQUOT,
+ * -EPERM (restricted), -EDEADLK, -ELOOP, -ENOMEM. */
+int mem_link_prepare(struct keyfs_backend *b, struct mkey *keyring,
+		     struct mkey *key);
+/* Link after mem_link_prepare; cannot fail. */
+void mem_link_commit(struct keyfs_backend *b, struct mkey *keyring,
+		     struct mkey *key);
+/* search_process_keyrings(): the process, then the session keyring, as
+ * request_key(2) searches them.  -EAGAIN when nothing was found and
+ * nothing else went wrong (revoked: -EKEYREVOKED, negative: -ENOKEY, no
+ * permission: -EACCES). */
+int mem_search_process(struct keyfs_backend *b, const struct keyfs_cred *c,
+		       const struct mkey_type *type, const char *desc,
+		       struct mkey **out);
+
+/* ---- gc.c ---- */
+
+/* The kernel's gc, when one is due: keys expired or revoked gc_delay
+ * seconds ago are unlinked everywhere and reaped. */
+void mem_gc(struct keyfs_backend *b);
+
+/* ---- permission.c: possession, permission, key state ---- */
+
+/* Does the caller possess key? */
+bool mem_possessed(struct keyfs_backend *b, const struct keyfs_cred *c,
+		   struct mkey *key);
+/* 0 when c is granted want (KEYFS_PERM_* bits) on key, else -EACCES. */
+int mem_key_perm(struct keyfs_backend *b, const struct keyfs_cred *c,
+		 struct mkey *key, unsigned want);
+/* key_validate(): -EKEYREVOKED, -EKEYEXPIRED, or (unless partial) a
+ * negative key's error; else 0. */
+int mem_key_validate(const struct mkey *k, bool partial);
+/* The keys c may view, by increasing serial: *n of them in *out_alloc
+ * (malloc'd).  0 or -ENOMEM. */
+int mem_viewable_keys(struct keyfs_backend *b, const struct keyfs_cred *c,
+		      struct mkey ***out_alloc, size_t *n);
+
+/* ---- image.c: the model as a store image and back ---- */
 /* The whole model as an image, keys by serial, for the store; img is the
  * caller's to store_image_free (on failure it is freed here).  The process
  * keyring is kept as an ordinary keyring: at the next start it is gone
@@ -326,19 +396,79 @@ void mem_model_free(struct keyfs_backend *b);
  * the store). */
 int mem_model_revert(struct keyfs_backend *b);
 
-/* memory-proc.c: the ops table's texts (backend.h), built here so the
- * model code stays free of formatting; *text_alloc is malloc'd.  0, -ENOMEM
- * or -EINVAL. */
-/* /proc/keys: the keys c may view, by serial. */
-int mem_proc_keys(struct keyfs_backend *b, const struct keyfs_cred *c,
-		  char **text_alloc);
-/* /proc/key-users: every owner of keys, as the kernel lists them all. */
-int mem_proc_key_users(struct keyfs_backend *b,
-		       const struct keyfs_cred *c, char **text_alloc);
-/* `keyctl supports`: what this backend implements. */
-int mem_supports(struct keyfs_backend *b, char **text_alloc);
+/* ---- commit.c: the frame of an operation ---- */
 
-/* memory-request.c */
+/* Start an operation: collect what the kernel's garbage collector would
+ * have by now. */
+void mem_begin(struct keyfs_backend *b);
+/* End an operation that changed the model: reap unreferenced keys, then,
+ * with a store, save; if saving fails the model goes back to what the
+ * store holds and the save's -errno is returned. */
+int mem_commit(struct keyfs_backend *b);
+/* End an operation that failed after mem_begin: reap, nothing saved; the
+ * model may have changed, so possession is worked out again. */
+void mem_end(struct keyfs_backend *b);
+/* End an operation that only looked (describe, read, list, find, search):
+ * it changed nothing that possession depends on. */
+void mem_end_read(struct keyfs_backend *b);
+
+/* ---- process_keys.c: the special keyrings, lookup by id ---- */
+
+/* lookup flags, as lookup_user_key()'s */
+#define MEM_LOOKUP_CREATE	0x1	/* create @p on demand */
+#define MEM_LOOKUP_PARTIAL	0x2	/* negative keys pass */
+/* want: KEYFS_PERM_* bits, or this to check the state but not the perm */
+#define MEM_NEED_DEFER		0x100
+
+/* Create the special keyrings the store does not have yet, as a login
+ * would; *created says whether anything was made.  0 or -errno. */
+int mem_specials_create(struct keyfs_backend *b, bool *created);
+/* lookup_user_key(): find id (a serial or a KEYFS_SPEC_*), check its state
+ * (unless MEM_LOOKUP_PARTIAL lets a negative key pass) and want. */
+int mem_lookup(struct keyfs_backend *b, const struct keyfs_cred *c,
+	       kserial_t id, unsigned flags, unsigned want, struct mkey **out);
+/* mem_lookup, and the key must be a keyring: else -ENOTDIR. */
+int mem_lookup_keyring(struct keyfs_backend *b, const struct keyfs_cred *c,
+		       kserial_t id, unsigned flags, unsigned want,
+		       struct mkey **out);
+/* The ops table's special and persistent slots (backend.h). */
+int mem_special(struct keyfs_backend *b, const struct keyfs_cred *c,
+		int which, bool create, kserial_t *out);
+int mem_persistent(struct keyfs_backend *b, const struct keyfs_cred *c,
+		   kserial_t *out);
+
+/* ---- keyctl.c: the ops table's mutating slots (backend.h) ---- */
+
+int mem_add(struct keyfs_backend *b, const struct keyfs_cred *c,
+	    const char *type, const char *desc, const void *payload,
+	    size_t len, kserial_t keyring, kserial_t *out);
+int mem_check_new(struct keyfs_backend *b, const char *type,
+		  const char *desc);
+int mem_update(struct keyfs_backend *b, const struct keyfs_cred *c,
+	       kserial_t key, const void *payload, size_t len);
+int mem_link(struct keyfs_backend *b, const struct keyfs_cred *c,
+	     kserial_t key, kserial_t keyring);
+int mem_unlink(struct keyfs_backend *b, const struct keyfs_cred *c,
+	       kserial_t key, kserial_t keyring);
+int mem_move(struct keyfs_backend *b, const struct keyfs_cred *c,
+	     kserial_t key, kserial_t from, kserial_t to, unsigned flags);
+int mem_revoke(struct keyfs_backend *b, const struct keyfs_cred *c,
+	       kserial_t key);
+int mem_invalidate(struct keyfs_backend *b, const struct keyfs_cred *c,
+		   kserial_t key);
+int mem_clear(struct keyfs_backend *b, const struct keyfs_cred *c,
+	      kserial_t keyring);
+int mem_setperm(struct keyfs_backend *b, const struct keyfs_cred *c,
+		kserial_t key, uint32_t perm);
+int mem_chown(struct keyfs_backend *b, const struct keyfs_cred *c,
+	      kserial_t key, uid_t uid, gid_t gid);
+int mem_set_timeout(struct keyfs_backend *b, const struct keyfs_cred *c,
+		    kserial_t key, unsigned secs);
+int mem_restrict(struct keyfs_backend *b, const struct keyfs_cred *c,
+		 kserial_t keyring, const char *type, const char *restriction);
+
+/* ---- request_key.c: request_key(2) and its callout ---- */
+
 /* Run program TYPE DESC CALLOUT UID GID (no shell, stdin /dev/null, stderr
  * inherited) in a process group of its own; its stdout, up to
  * type->max_payload bytes, is the payload.  0 when it exits 0 within
@@ -358,5 +488,17 @@ int memory_request(struct keyfs_backend *b, const struct keyfs_cred *c,
 		   kserial_t dest, kserial_t *out);
 int memory_search(struct keyfs_backend *b, const struct keyfs_cred *c,
 		  const char *type, const char *desc, kserial_t *out);
+
+/* ---- proc.c: the ops table's texts (backend.h) ----
+ * Built here so the model code stays free of formatting; *text_alloc is
+ * malloc'd.  0, -ENOMEM or -EINVAL. */
+/* /proc/keys: the keys c may view, by serial. */
+int mem_proc_keys(struct keyfs_backend *b, const struct keyfs_cred *c,
+		  char **text_alloc);
+/* /proc/key-users: every owner of keys, as the kernel lists them all. */
+int mem_proc_key_users(struct keyfs_backend *b,
+		       const struct keyfs_cred *c, char **text_alloc);
+/* `keyctl supports`: what this backend implements. */
+int mem_supports(struct keyfs_backend *b, char **text_alloc);
 
 #endif

@@ -1,4 +1,4 @@
-/* memory-request.c: request_key(2) and its callout for the memory backend. */
+/* request_key.c: request_key(2) and its callout for the memory backend. */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>

@@ -1,4 +1,4 @@
-/* memory-types.c: the memory backend's key types and the keyring link table. */
+/* types.c: the memory backend's key types and the keyring link table. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -141,16 +141,21 @@ static int logon_vet_description(const char *desc)
 	return colon && colon != desc ? 0 : -EINVAL;
 }
 
+/* The slots the types with a plain payload (not keyrings) share. */
+#define PAYLOAD_SLOTS \
+	.free_preparse = payload_free_preparse, \
+	.instantiate = payload_instantiate, \
+	.match = desc_match, \
+	.revoke = payload_revoke, \
+	.destroy = payload_destroy
+
 static const struct mkey_type mtype_user = {
 	.name = "user",
+	.perm = POS(KEYFS_PERM_ALL) | USR(KEYFS_PERM_VIEW),
 	.max_payload = KEYFS_USER_PAYLOAD_MAX,
 	.preparse = user_preparse,
-	.free_preparse = payload_free_preparse,
-	.instantiate = payload_instantiate,
 	.update = user_update,
-	.match = desc_match,
-	.revoke = payload_revoke,
-	.destroy = payload_destroy,
+	PAYLOAD_SLOTS,
 	.describe = user_describe,
 	.read = payload_read,
 };
@@ -158,28 +163,22 @@ static const struct mkey_type mtype_user = {
 /* As user, but the payload can never be read back from user space. */
 static const struct mkey_type mtype_logon = {
 	.name = "logon",
+	.perm = POS(KEYFS_PERM_ALL & ~KEYFS_PERM_READ) | USR(KEYFS_PERM_VIEW),
 	.max_payload = KEYFS_USER_PAYLOAD_MAX,
 	.vet_description = logon_vet_description,
 	.preparse = user_preparse,
-	.free_preparse = payload_free_preparse,
-	.instantiate = payload_instantiate,
 	.update = user_update,
-	.match = desc_match,
-	.revoke = payload_revoke,
-	.destroy = payload_destroy,
+	PAYLOAD_SLOTS,
 	.describe = user_describe,
 };
 
 static const struct mkey_type mtype_big_key = {
 	.name = "big_key",
+	.perm = POS(KEYFS_PERM_ALL) | USR(KEYFS_PERM_VIEW),
 	.max_payload = KEYFS_BIG_PAYLOAD_MAX,
 	.preparse = big_key_preparse,
-	.free_preparse = payload_free_preparse,
-	.instantiate = payload_instantiate,
 	.update = big_key_update,
-	.match = desc_match,
-	.revoke = payload_revoke,
-	.destroy = payload_destroy,
+	PAYLOAD_SLOTS,
 	.describe = big_key_describe,
 	.read = payload_read,
 };
@@ -447,6 +446,7 @@ static int keyring_read(const struct mkey *key, void **buf_alloc, size_t *len)
 
 const struct mkey_type mtype_keyring = {
 	.name = "keyring",
+	.perm = POS(KEYFS_PERM_ALL) | USR(KEYFS_PERM_VIEW),
 	.max_payload = 0,
 	.preparse = keyring_preparse,
 	.free_preparse = keyring_free_preparse,
