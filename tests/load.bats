@@ -16,11 +16,13 @@ LOAD_PROCS=8
 #   on elsewhere but is no longer possessed through the mount's keyrings, so
 #   the mounter has only the user class) - see docs/TESTING-trust.md;
 # - rename of another process's entry that is still pending (created, not
-#   yet written) onto an existing key is EINVAL: it has no payload to give.
+#   yet written) onto an existing key is EINVAL: it has no payload to give;
+# - a created entry that another process unlinks or renames away before its
+#   creator's close: the close fails (ENOKEY), and no key is made.
 races()
 {
 	local op
-	for op in read write rename unlink; do
+	for op in read write create rename unlink; do
 		echo "$op:ENOKEY"
 		[[ $KEYFS_BACKEND == kernel ]] && echo "$op:EACCES"
 	done
