@@ -122,6 +122,50 @@ PY
 	bad_store '999999999'
 }
 
+# Edit the store with python: $1 is the code, run with d (the store's JSON)
+# and key(description) at hand; the store is written back.
+edit_store() {
+	python3 - "$STORE" "$1" <<'PY'
+import json, sys
+p = sys.argv[1]
+d = json.load(open(p))
+def key(desc):
+    return next(k for k in d["keys"] if k["description"] == desc)
+exec(sys.argv[2])
+json.dump(d, open(p, "w"))
+PY
+}
+
+@test "a store whose keyrings link each other in a cycle fails the mount" {
+	keyfs_mount -o "store=$STORE"
+	mkdir "$MNT/session/outer" "$MNT/session/outer/inner"
+	keyfs_unmount
+	edit_store 'key("inner")["links"] = [key("outer")["serial"]]'
+	bad_store 'links back'
+}
+
+@test "a store whose keyring links two keys of one name fails the mount" {
+	keyfs_mount -o "store=$STORE"
+	mkdir "$MNT/session/a" "$MNT/session/b" "$MNT/session/ring"
+	echo -n 1 > "$MNT/session/a/k"
+	echo -n 2 > "$MNT/session/b/k"
+	keyfs_unmount
+	edit_store 'key("ring")["links"] = [k["serial"] for k in d["keys"] if k["description"] == "k"]'
+	bad_store 'share type and description'
+}
+
+@test "an invalidated key in a store is not loaded, nor the links to it" {
+	keyfs_mount -o "store=$STORE"
+	mkdir "$MNT/session/ring"
+	echo -n v > "$MNT/session/ring/gone"
+	echo -n w > "$MNT/session/ring/kept"
+	keyfs_unmount
+	edit_store 'key("gone")["state"] = "invalidated"'
+	keyfs_mount -o "store=$STORE"
+	ls_lacks "$MNT/session/ring" gone
+	assert_equal "$(cat "$MNT/session/ring/kept")" w
+}
+
 @test "a store that is a directory fails the mount" {
 	rmdir "$STORE_DIR" && mkdir -p "$STORE"
 	MNT=$BATS_TEST_TMPDIR/mnt

@@ -153,7 +153,8 @@ static int load_fail(char *err, size_t errlen, const char *store,
 	return -EINVAL;
 }
 
-/* One key of the image into the model (not linked yet). */
+/* One key of the image into the model (not linked yet).  What every image
+ * is (store.h) is not checked again: only what this model asks of a key. */
 static int load_key(struct keyfs_backend *b, const struct store_key *sk,
 		    char *err, size_t errlen)
 {
@@ -172,15 +173,6 @@ static int load_key(struct keyfs_backend *b, const struct store_key *sk,
 			   type->vet_description(sk->desc) < 0))
 		return load_fail(err, errlen, b->store, sk->serial,
 				 "bad description for type %s", sk->type);
-	if (sk->perm & ~MEM_PERM_VALID)
-		return load_fail(err, errlen, b->store, sk->serial,
-				 "bad perm 0x%08x", sk->perm);
-	if (sk->state == KEY_STATE_PENDING)
-		return load_fail(err, errlen, b->store, sk->serial,
-				 "pending keys are never stored");
-	if (mem_key_get(b, sk->serial))
-		return load_fail(err, errlen, b->store, sk->serial,
-				 "serial used twice");
 	if (type == &mtype_keyring || payload) {
 		ret = type->preparse(&prep, sk->payload, sk->len);
 		if (ret == -ENOMEM)
@@ -232,37 +224,21 @@ out:
 	return ret;
 }
 
-static bool image_has_invalidated(const struct store_image *img,
-				  kserial_t serial)
-{
-	for (size_t i = 0; i < img->nkeys; i++)
-		if (img->keys[i].serial == serial)
-			return img->keys[i].state == KEY_STATE_INVALIDATED;
-	return false;
-}
-
-static int load_links(struct keyfs_backend *b, const struct store_image *img,
-		      const struct store_key *sk, char *err, size_t errlen)
+/* One keyring's links.  The image has each linked key, not the keyring
+ * itself, each (type, description) once (store.h); a key it has that the
+ * model does not is an invalidated one, not loaded, and its link goes too. */
+static int load_links(struct keyfs_backend *b, const struct store_key *sk)
 {
 	struct mkey *k = mem_key_get(b, sk->serial);
 
 	if (!k)		/* an invalidated key, not loaded */
 		return 0;
-	if (sk->nlinks && !k->ring)
-		return load_fail(err, errlen, b->store, sk->serial,
-				 "only keyrings link keys");
 	for (size_t i = 0; i < sk->nlinks; i++) {
 		struct mkey *ch = mem_key_get(b, sk->links[i]);
 		int ret;
 
-		if (!ch && image_has_invalidated(img, sk->links[i]))
+		if (!ch)
 			continue;
-		if (!ch || ch == k)
-			return load_fail(err, errlen, b->store, sk->serial,
-					 "bad link to %" PRId32, sk->links[i]);
-		if (mring_find(k, ch->type, ch->desc))
-			return load_fail(err, errlen, b->store, sk->serial,
-					 "links two keys of one type and description");
 		ret = mring_reserve(k, ch);
 		if (ret < 0)
 			return ret;
@@ -279,8 +255,10 @@ static int load_special(struct keyfs_backend *b, kserial_t serial,
 
 	if (!serial)
 		return 0;
+	/* The image has it, as a keyring (store.h); an invalidated one is not
+	 * in the model. */
 	k = mem_key_get(b, serial);
-	if (!k || k->type != &mtype_keyring)
+	if (!k)
 		return load_fail(err, errlen, b->store, serial,
 				 "a special keyring is missing or not a keyring");
 	k->special = true;
@@ -292,51 +270,6 @@ static int load_special(struct keyfs_backend *b, kserial_t serial,
 	}
 	*out = k;
 	return 0;
-}
-
-/* Keyrings must form no cycle (Kahn's algorithm: every key is peeled off
- * once nothing unpeeled links it), else gc and the walks would loop. */
-static int load_check_acyclic(struct keyfs_backend *b, char *err,
-			      size_t errlen)
-{
-	struct mkey **keys, **queue;
-	size_t *indeg, head = 0, tail = 0;
-	int ret = mem_keys_sorted(b, &keys);
-
-	if (ret < 0)
-		return ret;
-	queue = malloc((b->nkeys ? b->nkeys : 1) * sizeof(*queue));
-	indeg = malloc((b->nkeys ? b->nkeys : 1) * sizeof(*indeg));
-	if (!queue || !indeg) {
-		ret = -ENOMEM;
-		goto out;
-	}
-	for (size_t i = 0; i < b->nkeys; i++) {
-		keys[i]->walk_depth = (int)i;	/* borrowed as an index */
-		indeg[i] = keys[i]->nparents;
-		if (!indeg[i])
-			queue[tail++] = keys[i];
-	}
-	while (head < tail) {
-		struct mkey *k = queue[head++];
-
-		for (size_t i = 0; k->ring && i < k->ring->nlinks; i++) {
-			struct mkey *ch = k->ring->links[i];
-
-			if (--indeg[ch->walk_depth] == 0)
-				queue[tail++] = ch;
-		}
-	}
-	if (tail < b->nkeys)
-		ret = load_fail(err, errlen, b->store, 0,
-				"keyrings link each other in a cycle");
-out:
-	for (size_t i = 0; i < b->nkeys; i++)
-		keys[i]->walk_depth = 0;
-	free(indeg);
-	free(queue);
-	free(keys);
-	return ret;
 }
 
 void mem_model_free(struct keyfs_backend *b)
@@ -374,16 +307,13 @@ int mem_model_load(struct keyfs_backend *b, const struct store_image *img,
 	for (size_t i = 0; i < img->nkeys && ret == 0; i++) {
 		const struct store_key *sk = &img->keys[i];
 
-		if (sk->serial <= 0)
-			ret = load_fail(err, errlen, b->store, sk->serial,
-					"serial is not positive");
-		else if (sk->state != KEY_STATE_INVALIDATED)
+		if (sk->state != KEY_STATE_INVALIDATED)
 			ret = load_key(b, sk, err, errlen);
 		if (sk->serial > maxserial)
 			maxserial = sk->serial;
 	}
 	for (size_t i = 0; i < img->nkeys && ret == 0; i++)
-		ret = load_links(b, img, &img->keys[i], err, errlen);
+		ret = load_links(b, &img->keys[i]);
 	if (ret == 0)
 		ret = load_special(b, img->session, true, &b->session, err, errlen);
 	if (ret == 0)
@@ -396,8 +326,6 @@ int mem_model_load(struct keyfs_backend *b, const struct store_image *img,
 				   err, errlen);
 	if (ret == 0 && process)
 		ret = load_special(b, process, true, &b->process, err, errlen);
-	if (ret == 0)
-		ret = load_check_acyclic(b, err, errlen);
 	if (ret < 0)
 		return ret;
 	b->next_serial = img->next_serial > maxserial ? img->next_serial :

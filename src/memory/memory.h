@@ -383,9 +383,11 @@ int mem_viewable_keys(struct keyfs_backend *b, const struct keyfs_cred *c,
  * 0 or -ENOMEM. */
 int mem_image_build(struct keyfs_backend *b, struct store_image *img);
 /* Build the model from img into b (empty); process names the keyring to
- * hold as the process keyring (when undoing a failed save), or 0.  An
- * image this model cannot hold is -EINVAL, said in err; -ENOMEM.  On
- * failure b holds part of the model: mem_model_free it. */
+ * hold as the process keyring (when undoing a failed save), or 0.  img is
+ * whole as store.h says (from store_json_load or mem_image_build): that is
+ * not checked again.  An image this model cannot hold (an unknown type, a
+ * description or payload the type refuses) is -EINVAL, said in err;
+ * -ENOMEM.  On failure b holds part of the model: mem_model_free it. */
 int mem_model_load(struct keyfs_backend *b, const struct store_image *img,
 		   kserial_t process, char *err, size_t errlen);
 /* Free every key and owner of the model, leaving it empty; not the

@@ -28,16 +28,21 @@ mkdir -p "$work"
 
 # The parsers only: no FUSE, no keyutils.  config.h gives them nothing
 # but _GNU_SOURCE.
-# Found by name, wherever the source tree keeps them.
+# Found by name, wherever the source tree keeps them; the store is every
+# source in the directory that holds its header, store.h.
 srcs=
-for f in names.c parse.c control-parse.c base64.c store-json.c; do
+for f in names.c parse.c control-parse.c base64.c; do
 	s=$(find "$top/src" -name "$f" | head -n 1)
 	[ -n "$s" ] || { echo "fuzz: $f not found under $top/src" >&2; exit 1; }
 	srcs="$srcs $s"
 done
+s=$(find "$top/src" -name store.h | head -n 1)
+[ -n "$s" ] || { echo "fuzz: store.h not found under $top/src" >&2; exit 1; }
+store=$(dirname "$s")
+srcs="$srcs $(find "$store" -maxdepth 1 -name '*.c' | sort | tr '\n' ' ')"
 cflags="-g -O1 -std=gnu11 -D_GNU_SOURCE -Wall -Wextra -Werror
 	-fsanitize=address,undefined -fno-sanitize-recover=all
-	-fno-omit-frame-pointer -I$top/include -I$here"
+	-fno-omit-frame-pointer -I$top/include -I$store -I$here"
 jansson=$(pkg-config --cflags --libs jansson)
 
 # The sources once, instrumented for coverage; each target links them.

@@ -1,8 +1,6 @@
-/* store-lock.c: one keyfs per store file (a lock file beside it), and the temporary files a killed keyfs left. */
-#include <dirent.h>
+/* lock.c: one keyfs per store file, by a lock file beside it that names its holder. */
 #include <errno.h>
 #include <fcntl.h>
-#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -138,65 +136,4 @@ void store_unlock(const char *path, int fd)
 		unlink(lpath);
 	free(lpath);
 	close(fd);
-}
-
-/* Is name ".BASE.tmp.PID.N", the name store_json_save's temporary files
- * have (decimal PID and N)? */
-static bool is_temp_name(const char *name, const char *base)
-{
-	size_t blen = strlen(base), ilen = strlen(STORE_TEMP_INFIX);
-	const char *p;
-	int fields = 0;
-
-	if (name[0] != '.' || strncmp(name + 1, base, blen) != 0 ||
-	    strncmp(name + 1 + blen, STORE_TEMP_INFIX, ilen) != 0)
-		return false;
-	p = name + 1 + blen + ilen;
-	for (;;) {
-		if (*p < '0' || *p > '9')
-			return false;
-		while (*p >= '0' && *p <= '9')
-			p++;
-		fields++;
-		if (*p == '\0')
-			return fields == 2;
-		if (*p != '.' || fields == 2)
-			return false;
-		p++;
-	}
-}
-
-int store_clean_temps(const char *path, uid_t uid)
-{
-	const char *slash = strrchr(path, '/');
-	char *dir;
-	DIR *d;
-	struct dirent *e;
-	int removed = 0, dfd;
-
-	if (!slash || !slash[1])
-		return -EINVAL;
-	dir = slash == path ? strdup("/") : strndup(path, (size_t)(slash - path));
-	if (!dir)
-		return -ENOMEM;
-	d = opendir(dir);
-	free(dir);
-	if (!d)
-		return errno == ENOENT ? 0 : -errno;
-	dfd = dirfd(d);
-	while ((e = readdir(d))) {
-		struct stat st;
-
-		if (!is_temp_name(e->d_name, slash + 1))
-			continue;
-		/* Only a regular file of the mounter's: never follow a link,
-		 * never remove another user's file. */
-		if (fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
-		    !S_ISREG(st.st_mode) || st.st_uid != uid)
-			continue;
-		if (unlinkat(dfd, e->d_name, 0) == 0)
-			removed++;
-	}
-	closedir(d);
-	return removed;
 }

@@ -1,4 +1,4 @@
-/* store.h: the memory backend's keys as a plain image, and the JSON file that keeps it. */
+/* store.h: the memory backend's keys as a plain image, the JSON file that keeps it, and its lock; for the memory backend only. */
 #ifndef KEYFS_STORE_H
 #define KEYFS_STORE_H
 
@@ -46,15 +46,19 @@ struct store_image {
 /* Load path into img.  A missing file gives an empty image and 0.  A file
  * that cannot be read, is not JSON, has another format version, or is not
  * consistent (a link to a serial that is not there, two keys with one
- * serial, a bad state name or base64) gives -errno (EIO, EINVAL, ...) and
- * one line in err naming the file (and line and column for JSON errors);
- * the file is not touched. */
+ * serial, a keyring that links itself or another keyring that links back,
+ * a bad state name or base64) gives -errno (EIO, EINVAL, ...) and one line
+ * in err naming the file (and line and column for JSON errors); the file
+ * is not touched.  So an image it gives is whole: every serial once and
+ * positive, every link and special keyring to a key in it, each keyring's
+ * (type, description) pairs once, keyrings in no cycle, nothing pending. */
 int store_json_load(const char *path, struct store_image *img,
 		    char *err, size_t errlen);
 
 /* Write img to path atomically: a temporary file in the same directory
  * created with O_EXCL and mode 0600, fsync, rename, fsync of the directory.
- * On failure the old file is left as it was and -errno is returned. */
+ * An image load would refuse (see above) is -EINVAL and not written.  On
+ * failure the old file is left as it was and -errno is returned. */
 int store_json_save(const char *path, const struct store_image *img);
 
 /* Would a and b write the same keys (in the same order) and special
@@ -63,25 +67,25 @@ int store_json_save(const char *path, const struct store_image *img);
 bool store_image_same_file(const struct store_image *a,
 			   const struct store_image *b);
 
-/* store-lock.c.  The lock file is PATH STORE_LOCK_SUFFIX; the temporary
- * files of a save are "." BASE STORE_TEMP_INFIX "PID.N" beside PATH. */
+/* lock.c.  The lock file is PATH STORE_LOCK_SUFFIX. */
 #define STORE_LOCK_SUFFIX	".lock"
-#define STORE_TEMP_INFIX	".tmp."
 
 /* Take the store at path for this process (and the children it forks):
  * flock(2) on the lock file beside it, made 0600 if missing, which then
  * holds our pid.  *fd_out is the lock (close-on-exec); store_unlock drops
  * it.  In a directory that cannot be written and has no lock file, nothing
- * can change the store: 0 with *fd_out = -1.  -EBUSY when another keyfs holds it; err then says so in one line
- * naming path and the holder's pid. */
+ * can change the store: 0 with *fd_out = -1.  -EBUSY when another keyfs
+ * holds it; err then says so in one line naming path and the holder's pid. */
 int store_lock(const char *path, int *fd_out, char *err, size_t errlen);
 /* Write the caller's pid in the lock file (once daemonised).  0 or -errno. */
 int store_lock_mark(int fd);
 /* Remove the lock file and release the lock; fd < 0 is nothing. */
 void store_unlock(const char *path, int fd);
-/* Remove the temporary files a keyfs killed during a save left beside
- * path: only regular files of uid's whose names are exactly the pattern
- * above.  Call it holding the lock.  The number removed, or -errno. */
+
+/* file.c.  Remove the temporary files a keyfs killed during a save left
+ * beside path (".BASE.tmp.PID.N"): only regular files of uid's whose names
+ * are exactly that pattern.  Call it holding the lock.  The number
+ * removed, or -errno. */
 int store_clean_temps(const char *path, uid_t uid);
 
 /* Free everything img owns (payloads wiped first) and zero it. */
