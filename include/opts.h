@@ -17,8 +17,9 @@ struct keyfs_opts {
 	char *store;		/* memory: JSON file; absolute once parsed */
 	char *root;		/* root=SPEC, or NULL for the whole tree */
 	char *default_type;	/* type of keys created by plain names */
-	char *request_key;	/* memory: callout program */
+	char *request_key;	/* memory: callout program; absolute once parsed */
 	unsigned request_timeout;	/* memory: seconds the callout may run */
+	int request_timeout_set;	/* request_timeout= was given */
 	double attr_timeout;
 	double entry_timeout;
 	int show_help;

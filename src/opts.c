@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <fuse_opt.h>
@@ -24,6 +25,8 @@ static const struct fuse_opt keyfs_opt_table[] = {
 	{ "default_type=%s", offsetof(struct keyfs_opts, default_type), 0 },
 	{ "request_key=%s", offsetof(struct keyfs_opts, request_key), 0 },
 	{ "request_timeout=%u", offsetof(struct keyfs_opts, request_timeout), 0 },
+	/* A second match of the same option: whether it was given at all. */
+	{ "request_timeout=", offsetof(struct keyfs_opts, request_timeout_set), 1 },
 	{ "attr_timeout=%lf", offsetof(struct keyfs_opts, attr_timeout), 0 },
 	{ "entry_timeout=%lf", offsetof(struct keyfs_opts, entry_timeout), 0 },
 	FUSE_OPT_KEY("-h", KEY_HELP),
@@ -79,31 +82,89 @@ static int set_default(char **field, const char *value)
 	return *field ? 0 : -ENOMEM;
 }
 
-/* store= relative to the directory keyfs was started in: made absolute
- * now, since the daemon changes to / when it goes to the background. */
-static int store_absolute(char **store)
+/* store= and request_key= relative to the directory keyfs was started in:
+ * made absolute now, since the daemon changes to / when it goes to the
+ * background. */
+static int path_absolute(const char *name, char **path)
 {
 	char *cwd, *abs;
 	size_t n;
 
-	if (!*store || (*store)[0] == '/')
+	if (!*path || (*path)[0] == '/')
 		return 0;
 	cwd = getcwd(NULL, 0);
 	if (!cwd) {
-		fprintf(stderr, "keyfs: store=%s: cannot find the current directory: %s\n",
-			*store, strerror(errno));
+		fprintf(stderr, "keyfs: %s=%s: cannot find the current directory: %s\n",
+			name, *path, strerror(errno));
 		return -errno;
 	}
-	n = strlen(cwd) + 1 + strlen(*store) + 1;
+	n = strlen(cwd) + 1 + strlen(*path) + 1;
 	abs = malloc(n);
 	if (abs)
-		snprintf(abs, n, "%s%s%s", cwd, strcmp(cwd, "/") ? "/" : "", *store);
+		snprintf(abs, n, "%s%s%s", cwd, strcmp(cwd, "/") ? "/" : "", *path);
 	free(cwd);
 	if (!abs)
 		return -ENOMEM;
-	free(*store);
-	*store = abs;
+	free(*path);
+	*path = abs;
 	return 0;
+}
+
+/* The callout runs long after the mount, in the background: a program
+ * that cannot run is said now, on the terminal, not as ENOKEY later. */
+static int check_program(const char *path)
+{
+	struct stat st;
+
+	if (stat(path, &st) < 0) {
+		fprintf(stderr, "keyfs: request_key=%s: %s\n", path, strerror(errno));
+		return -EINVAL;
+	}
+	if (!S_ISREG(st.st_mode) || access(path, X_OK) < 0) {
+		fprintf(stderr, "keyfs: request_key=%s: not an executable file\n", path);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* libfuse would mount on a regular file too (a FUSE mount takes the type
+ * of its mount point), and then every access to the root is EIO.
+ * /dev/fd/N is libfuse's form for a /dev/fuse descriptor opened by the
+ * caller: no path to check. */
+static int check_mountpoint(const char *path)
+{
+	struct stat st;
+
+	if (strncmp(path, "/dev/fd/", 8) == 0)
+		return 0;
+	if (stat(path, &st) < 0) {
+		fprintf(stderr, "keyfs: %s: %s\n", path, strerror(errno));
+		return -EINVAL;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		fprintf(stderr, "keyfs: %s: not a directory\n", path);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* SOURCE, when given, must be a backend and agree with backend=: neither
+ * silently wins. */
+static int check_source(struct keyfs_opts *o)
+{
+	if (!o->source)
+		return 0;
+	if (!is_backend(o->source)) {
+		fprintf(stderr, "keyfs: unknown source '%s' (the source is the backend: kernel or memory)\n",
+			o->source);
+		return -EINVAL;
+	}
+	if (o->backend && strcmp(o->backend, o->source) != 0) {
+		fprintf(stderr, "keyfs: the source '%s' and backend=%s disagree: give one of them\n",
+			o->source, o->backend);
+		return -EINVAL;
+	}
+	return set_default(&o->backend, o->source);
 }
 
 /* Check what the table cannot: names, ranges, and options that only make
@@ -119,9 +180,25 @@ static int opts_validate(struct keyfs_opts *o)
 		fprintf(stderr, "keyfs: store= needs the memory backend (-o backend=memory)\n");
 		return -EINVAL;
 	}
-	if (o->store && (o->store[0] == '\0' ||
-			 o->store[strlen(o->store) - 1] == '/')) {
+	if (o->store && o->store[0] == '\0') {
+		fprintf(stderr, "keyfs: store= is empty: give the path of the store file\n");
+		return -EINVAL;
+	}
+	if (o->store && o->store[strlen(o->store) - 1] == '/') {
 		fprintf(stderr, "keyfs: store='%s' does not name a file\n", o->store);
+		return -EINVAL;
+	}
+	/* The kernel backend's callout is the system's request-key(8). */
+	if (o->request_key && strcmp(o->backend, "memory") != 0) {
+		fprintf(stderr, "keyfs: request_key= needs the memory backend (the kernel runs request-key(8))\n");
+		return -EINVAL;
+	}
+	if (o->request_timeout_set && strcmp(o->backend, "memory") != 0) {
+		fprintf(stderr, "keyfs: request_timeout= needs the memory backend (the kernel runs request-key(8))\n");
+		return -EINVAL;
+	}
+	if (o->request_key && o->request_key[0] == '\0') {
+		fprintf(stderr, "keyfs: request_key= is empty: give the callout program's path\n");
 		return -EINVAL;
 	}
 	if (o->default_type[0] == '\0' || strlen(o->default_type) > KEYFS_TYPE_MAX ||
@@ -157,23 +234,22 @@ int opts_parse(struct fuse_args *args, struct keyfs_opts *opts)
 		fprintf(stderr, "keyfs: too many arguments (usage: keyfs [SOURCE] MOUNTPOINT [-o OPTIONS])\n");
 		return -EINVAL;
 	}
-	if (!opts->mountpoint) {
-		fprintf(stderr, "keyfs: no mountpoint given (see keyfs --help)\n");
+	/* `keyfs memory`: the one positional is a backend's name, so the
+	 * mount point is what is missing (./memory mounts on a directory of
+	 * that name). */
+	if (!opts->mountpoint || (!opts->source && is_backend(opts->mountpoint))) {
+		fprintf(stderr, "keyfs: no mount point given (usage: keyfs [SOURCE] MOUNTPOINT [-o OPTIONS])\n");
 		return -EINVAL;
 	}
-	if (opts->source && !opts->backend) {
-		if (!is_backend(opts->source)) {
-			fprintf(stderr, "keyfs: unknown source '%s' (the source is the backend: kernel or memory)\n",
-				opts->source);
-			return -EINVAL;
-		}
-		if (set_default(&opts->backend, opts->source) < 0)
-			return -ENOMEM;
-	}
+	if (check_source(opts) < 0)
+		return -EINVAL;
 	if (set_default(&opts->backend, "kernel") < 0 ||
 	    set_default(&opts->default_type, "user") < 0)
 		return -ENOMEM;
-	if (opts_validate(opts) < 0 || store_absolute(&opts->store) < 0)
+	if (opts_validate(opts) < 0 || path_absolute("store", &opts->store) < 0 ||
+	    path_absolute("request_key", &opts->request_key) < 0 ||
+	    (opts->request_key && check_program(opts->request_key) < 0) ||
+	    check_mountpoint(opts->mountpoint) < 0)
 		return -EINVAL;
 	/* libfuse's own parser takes the mountpoint as its one positional. */
 	if (fuse_opt_add_arg(args, opts->mountpoint) == -1)
