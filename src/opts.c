@@ -148,11 +148,12 @@ static int check_mountpoint(const char *path)
 	return 0;
 }
 
-/* SOURCE, when given, must be a backend and agree with backend=: neither
- * silently wins. */
+/* SOURCE, when it names a backend, must agree with backend=: neither
+ * silently wins.  With backend= given, any other SOURCE is a label (fstab
+ * lines often say "none" or "keyfs") and is left alone. */
 static int check_source(struct keyfs_opts *o)
 {
-	if (!o->source)
+	if (!o->source || (o->backend && !is_backend(o->source)))
 		return 0;
 	if (!is_backend(o->source)) {
 		fprintf(stderr, "keyfs: unknown source '%s' (the source is the backend: kernel or memory)\n",

@@ -92,6 +92,13 @@ refused()
 	assert_output "keyfs: $MNT: No such file or directory"
 }
 
+@test "an fstab-style label as SOURCE is left alone when backend= is given" {
+	keyfs_start "$MNT" none "$MNT" -o "backend=$KEYFS_BACKEND"
+	# /proc/mounts names the backend that serves it, not the label
+	run awk -v m="$MNT" '$2 == m { print $1 }' /proc/mounts
+	assert_output "$KEYFS_BACKEND"
+}
+
 @test "SOURCE and backend= that disagree are refused; agreeing ones mount" {
 	refused kernel "$MNT" -o backend=memory
 	assert_output --partial "disagree"
@@ -99,7 +106,7 @@ refused()
 	assert_output --partial "memory"
 	refused memory "$MNT" -o backend=kernel
 	assert_output --partial "disagree"
-	refused bogus "$MNT" -o "backend=$KEYFS_BACKEND"
+	refused bogus "$MNT"
 	assert_output --partial "unknown source 'bogus'"
 	keyfs_start "$MNT" "$KEYFS_BACKEND" "$MNT" -o "backend=$KEYFS_BACKEND"
 	run awk -v m="$MNT" '$2 == m { print $1 }' /proc/mounts
