@@ -4,7 +4,7 @@
 # usage: tests/fuzz/run.sh [SECONDS-PER-TARGET] [TARGET...]
 #
 # TARGET is a name from tests/fuzz/fuzz-TARGET.c (default: all of them);
-# SECONDS-PER-TARGET defaults to 12, about a minute for the five.  The
+# SECONDS-PER-TARGET defaults to 12, about a minute for the six.  The
 # seed corpus in tests/fuzz/corpus/TARGET is only read: new inputs go to a
 # work directory (KEYFS_FUZZ_DIR, default a fresh one under $TMPDIR),
 # where a crashing input is saved as TARGET-crash-... and named on stderr.
@@ -15,7 +15,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
 secs=${1:-12}
 [ $# -gt 0 ] && shift
-targets=${*:-"parse base64 names control-parse store-json"}
+targets=${*:-"parse base64 names control-parse store-json journal"}
 cc=${CLANG:-clang}
 rss=${KEYFS_FUZZ_RSS_MB:-2048}
 
@@ -30,14 +30,17 @@ mkdir -p "$work"
 # but _GNU_SOURCE.
 # Found by name, wherever the source tree keeps them.
 srcs=
-for f in names.c parse.c control-parse.c base64.c store-json.c; do
+incs=
+for f in names.c parse.c control-parse.c base64.c store-json.c journal.c; do
 	s=$(find "$top/src" -name "$f" | head -n 1)
 	[ -n "$s" ] || { echo "fuzz: $f not found under $top/src" >&2; exit 1; }
 	srcs="$srcs $s"
+	# Headers beside their sources (src/store/journal.h) are found too.
+	case " $incs " in *" -I$(dirname "$s") "*) ;; *) incs="$incs -I$(dirname "$s")" ;; esac
 done
 cflags="-g -O1 -std=gnu11 -D_GNU_SOURCE -Wall -Wextra -Werror
 	-fsanitize=address,undefined -fno-sanitize-recover=all
-	-fno-omit-frame-pointer -I$top/include -I$here"
+	-fno-omit-frame-pointer -I$top/include -I$here$incs"
 jansson=$(pkg-config --cflags --libs jansson)
 
 # The sources once, instrumented for coverage; each target links them.
