@@ -312,8 +312,8 @@ static int decode_op(json_t *o, struct journal_op *op, struct buf *kb,
 		*msg = "an op must be an object with one field";
 		return -EINVAL;
 	}
-	json_object_foreach(o, name, v)
-		break;
+	name = json_object_iter_key(json_object_iter(o));
+	v = json_object_iter_value(json_object_iter(o));
 	if (strcmp(name, "put") == 0) {
 		kserial_t s;
 
