@@ -4,7 +4,7 @@
 # usage: tests/fuzz/run.sh [SECONDS-PER-TARGET] [TARGET...]
 #
 # TARGET is a name from tests/fuzz/fuzz-TARGET.c (default: all of them);
-# SECONDS-PER-TARGET defaults to 12, about a minute for the five.  The
+# SECONDS-PER-TARGET defaults to 12, about a minute for the six.  The
 # seed corpus in tests/fuzz/corpus/TARGET is only read: new inputs go to a
 # work directory (KEYFS_FUZZ_DIR, default a fresh one under $TMPDIR),
 # where a crashing input is saved as TARGET-crash-... and named on stderr.
@@ -15,7 +15,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
 secs=${1:-12}
 [ $# -gt 0 ] && shift
-targets=${*:-"parse base64 names control-parse store-json"}
+targets=${*:-"parse base64 names control-parse store-json journal"}
 cc=${CLANG:-clang}
 rss=${KEYFS_FUZZ_RSS_MB:-2048}
 
@@ -43,14 +43,14 @@ srcs="$srcs $(find "$store" -maxdepth 1 -name '*.c' | sort | tr '\n' ' ')"
 cflags="-g -O1 -std=gnu11 -D_GNU_SOURCE -Wall -Wextra -Werror
 	-fsanitize=address,undefined -fno-sanitize-recover=all
 	-fno-omit-frame-pointer -I$top/include -I$store -I$here"
-jansson=$(pkg-config --cflags --libs jansson)
+jansson="$(pkg-config --cflags --libs jansson) $(pkg-config --cflags --libs libsodium)"
 
 # The sources once, instrumented for coverage; each target links them.
 objs=
 for s in $srcs; do
 	o=$work/$(basename "$s" .c).o
 	# shellcheck disable=SC2086
-	"$cc" $cflags -fsanitize=fuzzer-no-link $(pkg-config --cflags jansson) -c "$s" -o "$o"
+	"$cc" $cflags -fsanitize=fuzzer-no-link $(pkg-config --cflags jansson) $(pkg-config --cflags libsodium) -c "$s" -o "$o"
 	objs="$objs $o"
 done
 
