@@ -91,8 +91,8 @@ page_text()
 	local text name names
 
 	text=$(page_text)
-	names=$(sed -n 's/^[[:space:]]*\[CTLF_[A-Z_]*\] = "\([a-z-]*\)",$/\1/p' "$SRCDIR/src/fuse/tree.c")
-	[[ -n $names ]] || fail "no control files found in src/fuse/tree.c"
+	names=$(sed -n 's/^[[:space:]]*\[CTLF_[A-Z_]*\] = { "\([a-z-]*\)", [a-z]* },$/\1/p' "$SRCDIR/src/fuse/ctlfiles.c")
+	[[ -n $names ]] || fail "no control files found in src/fuse/ctlfiles.c"
 	for name in $names; do
 		grep -qE -- "^ +$name( |$)" <<<"$text" ||
 			fail "keyfs.1 has no entry for .keyfs/$name"

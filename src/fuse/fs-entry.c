@@ -71,22 +71,6 @@ void fs_symlink(fuse_req_t req, const char *link, fuse_ino_t parent,
 	fuse_reply_err(req, EPERM);
 }
 
-/* The keyring a directory inode is; -EPERM for keyfs's own directories,
- * where nothing can be made or removed. */
-int parent_keyring(struct keyfs_ctx *ctx, fuse_ino_t parent,
-		   kserial_t *out)
-{
-	struct tnode pt;
-	int ret = tree_node(ctx, parent, &pt);
-
-	if (ret < 0)
-		return ret;
-	if (pt.kind != T_KEY)
-		return -EPERM;
-	*out = pt.serial;
-	return 0;
-}
-
 /* Split a new entry's name into type and description; plain names take
  * default_type (files) or keyring (directories). */
 static int new_name(struct keyfs_ctx *ctx, const char *name, const char *plain,
@@ -131,28 +115,6 @@ void fs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
 	}
 	tree_node(ctx, tree_ino(ctx, serial), &tn);
 	reply_entry(req, ctx, c, &tn);
-}
-
-/* Find an entry of a keyring for removal or renaming. */
-int entry_of(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
-	     fuse_ino_t parent, const char *name, kserial_t *keyring,
-	     struct tnode *tn)
-{
-	int ret = parent_keyring(ctx, parent, keyring);
-
-	if (ret == 0)
-		ret = tree_lookup(ctx, c, parent, name, tn);
-	if (ret == 0 && tn->kind != T_KEY && tn->kind != T_PENDING)
-		ret = -EPERM;
-	return ret;
-}
-
-bool is_keyring(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
-		const struct tnode *tn)
-{
-	struct key_info ki;
-
-	return attr_key_info(ctx, c, tn, &ki) == 0 && keyfs_is_keyring_type(ki.type);
 }
 
 void fs_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
@@ -201,12 +163,15 @@ static int create_pending(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 {
 	char type[KEYFS_TYPE_MAX + 1];
 	char *desc = malloc(KEYFS_DESC_MAX + 1);
+	struct node *n = NULL;
 	int ret = desc ? new_name(ctx, name, NULL, type, desc) : -ENOMEM;
 
 	if (ret == 0 && keyfs_is_keyring_type(type))
 		ret = -EISDIR;
 	if (ret == 0)
-		ret = pending_create(ctx, c, keyring, type, desc, flags, tn);
+		ret = pending_create(ctx, c, keyring, type, desc, flags, &n);
+	if (ret == 0)
+		ret = tree_node(ctx, n->ino, tn);
 	free(desc);
 	return ret;
 }

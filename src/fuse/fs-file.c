@@ -12,6 +12,7 @@
 
 #include "attr.h"
 #include "control.h"
+#include "ctlfiles.h"
 #include "fs-ops.h"
 #include "handle.h"
 #include "pending.h"
@@ -133,7 +134,7 @@ void fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 static int open_control(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 			const struct tnode *tn, int flags, struct handle **out)
 {
-	bool writable = control_is_writable(tn->ctl);
+	bool writable = ctl_files[tn->ctl].writable;
 	int acc = flags & O_ACCMODE;
 	struct handle *h;
 	int ret;

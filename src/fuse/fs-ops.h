@@ -13,7 +13,7 @@ struct req_cred {
 	struct keyfs_lazy_groups groups;
 };
 
-/* fs.c: the context and the caller of a request; rc holds the caller. */
+/* fs-reply.c: the context and the caller of a request; rc holds the caller. */
 struct keyfs_ctx *req_ctx(fuse_req_t req);
 const struct keyfs_cred *req_cred(fuse_req_t req, struct req_cred *rc);
 /* An entry reply for tn with attributes st, its timeouts chosen. */
@@ -25,7 +25,7 @@ void took_ref(struct keyfs_ctx *ctx, const struct tnode *tn);
 void reply_entry(fuse_req_t req, struct keyfs_ctx *ctx,
 		 const struct keyfs_cred *c, const struct tnode *tn);
 
-/* fs-entry.c: the keyring a directory inode is (-EPERM for keyfs's own
+/* fs-reply.c: the keyring a directory inode is (-EPERM for keyfs's own
  * directories); an entry of one for removal or renaming; whether tn is a
  * keyring. */
 int parent_keyring(struct keyfs_ctx *ctx, fuse_ino_t parent, kserial_t *out);

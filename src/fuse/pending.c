@@ -111,7 +111,7 @@ static void set_creator(struct node *n, const struct keyfs_cred *c)
 
 int pending_create(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 		   kserial_t keyring, const char *type, const char *desc,
-		   int flags, struct tnode *out)
+		   int flags, struct node **out)
 {
 	struct node *n = node_find_pending(ctx->nodes, keyring, type, desc);
 	struct timespec now;
@@ -120,7 +120,7 @@ int pending_create(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 	/* Someone's entry is there already: opening it is decided by its
 	 * rules, not made anew. */
 	if (n)
-		return (flags & O_EXCL) ? -EEXIST : tree_node(ctx, n->ino, out);
+		return (flags & O_EXCL) ? -EEXIST : (*out = n, 0);
 	/* What add_key(2) would refuse at close is refused now: the backend
 	 * knows its types. */
 	ret = BACKEND_CALL(ctx, check_new, type, desc);
@@ -139,7 +139,8 @@ int pending_create(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 	n->gid = c->gid;
 	n->mtime = n->ctime = now;
 	set_creator(n, c);
-	return tree_node(ctx, n->ino, out);
+	*out = n;
+	return 0;
 }
 
 int pending_may_write(struct keyfs_ctx *ctx, const struct keyfs_cred *c,

@@ -8,22 +8,6 @@
 #include "names.h"
 #include "tree.h"
 
-const char *const ctl_file_names[CTLF_COUNT] = {
-	[CTLF_REVOKE] = "revoke",
-	[CTLF_INVALIDATE] = "invalidate",
-	[CTLF_LINK] = "link",
-	[CTLF_UNLINK] = "unlink",
-	[CTLF_SETPERM] = "setperm",
-	[CTLF_CHOWN] = "chown",
-	[CTLF_TIMEOUT] = "timeout",
-	[CTLF_CLEAR] = "clear",
-	[CTLF_REQUEST] = "request",
-	[CTLF_RESTRICT] = "restrict",
-	[CTLF_KEYS] = "keys",
-	[CTLF_KEY_USERS] = "key-users",
-	[CTLF_SUPPORTS] = "supports",
-};
-
 /* The directories of the tree root that are keyrings. */
 static const struct root_dir {
 	const char *name;
@@ -260,7 +244,7 @@ static int lookup_ctldir(struct keyfs_ctx *ctx, const char *name,
 	if (strcmp(name, "search") == 0)
 		return tree_node(ctx, INO_SEARCHDIR, out);
 	for (int i = 0; i < CTLF_COUNT; i++)
-		if (strcmp(name, ctl_file_names[i]) == 0)
+		if (strcmp(name, ctl_files[i].name) == 0)
 			return tree_node(ctx, INO_CTL_FIRST + (uint64_t)i, out);
 	return -ENOENT;
 }
@@ -444,7 +428,7 @@ static int readdir_ctldir(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 	int ret = dl_add_node(ctx, c, dl, "search", INO_SEARCHDIR);
 
 	for (int i = 0; i < CTLF_COUNT && ret == 0; i++)
-		ret = dl_add_node(ctx, c, dl, ctl_file_names[i],
+		ret = dl_add_node(ctx, c, dl, ctl_files[i].name,
 				  INO_CTL_FIRST + (uint64_t)i);
 	return ret;
 }
