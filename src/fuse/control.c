@@ -9,34 +9,6 @@
 #include "names.h"
 #include "tree.h"
 
-/* @s @u @us @p mean the mount's keyrings, the ones its tree shows. */
-static int resolve_special(struct keyfs_ctx *ctx, int special,
-			   kserial_t *out)
-{
-	kserial_t s;
-
-	switch (special) {
-	case KEYFS_SPEC_SESSION:
-		s = ctx->session;
-		break;
-	case KEYFS_SPEC_USER:
-		s = ctx->user;
-		break;
-	case KEYFS_SPEC_USER_SESSION:
-		s = ctx->user_session;
-		break;
-	case KEYFS_SPEC_PROCESS:
-		s = ctx->process;
-		break;
-	default:
-		return -EINVAL;
-	}
-	if (s == 0)
-		return -ENOKEY;
-	*out = s;
-	return 0;
-}
-
 /*
  * A #SERIAL must name a key that exists.  Only "no such key" is final
  * here: a key the caller may not view, or one revoked or expired, can
@@ -71,7 +43,7 @@ static int resolve_ref(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 			*out = ref->serial;
 		return ret;
 	case CTL_REF_SPECIAL:
-		return resolve_special(ctx, ref->special, out);
+		return tree_special(ctx, ref->special, out);
 	}
 	return -EINVAL;
 }

@@ -18,10 +18,8 @@ enum {
 	INO_BYID = INO_VIRT + 1,
 	INO_CTLDIR,
 	INO_SEARCHDIR,
-	INO_LINK_S,		/* @s -> session */
-	INO_LINK_U,
-	INO_LINK_US,
-	INO_LINK_P,
+	INO_LINK_S,		/* @s -> session; @u @us @p follow, numbered
+				 * by their place in keyfs_specials */
 	INO_CTL_FIRST = INO_VIRT + 64,	/* + enum ctl_file */
 	INO_DYN_FIRST = INO_VIRT + 4096,
 };

@@ -30,7 +30,7 @@ mkdir -p "$work"
 # but _GNU_SOURCE.
 # Found by name, wherever the source tree keeps them.
 srcs=
-for f in names.c parse.c control-parse.c base64.c store-json.c; do
+for f in names.c parse.c control-parse.c specials.c base64.c store-json.c; do
 	s=$(find "$top/src" -name "$f" | head -n 1)
 	[ -n "$s" ] || { echo "fuzz: $f not found under $top/src" >&2; exit 1; }
 	srcs="$srcs $s"
