@@ -1,14 +1,9 @@
 /* fs-dir.c: directory listings, statfs, extended attributes and access(2). */
 #define FUSE_USE_VERSION 314
 #include <errno.h>
-#include <fcntl.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
-
-#include <fuse_lowlevel.h>
 
 #include "attr.h"
 #include "fs-ops.h"
@@ -164,45 +159,39 @@ void fs_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 	fuse_reply_err(req, ret < 0 ? -ret : 0);
 }
 
-/* getxattr and listxattr: a size probe, or the value into a buffer. */
-static void reply_xattr_value(fuse_req_t req, int ret, const char *buf,
-			      size_t size)
+/* getxattr (name) and listxattr (name NULL): a size probe, or the value
+ * into a buffer. */
+static void reply_xattr(fuse_req_t req, fuse_ino_t ino, const char *name,
+			size_t size)
 {
+	struct keyfs_ctx *ctx = req_ctx(req);
+	struct req_cred rc;
+	char *buf = size ? malloc(size) : NULL;
+	struct tnode tn;
+	int ret = size && !buf ? -ENOMEM : tree_node(ctx, ino, &tn);
+
+	if (ret == 0 && name)
+		ret = xattr_get(ctx, req_cred(req, &rc), &tn, name, buf, size);
+	else if (ret == 0)
+		ret = xattr_list(ctx, req_cred(req, &rc), &tn, buf, size);
 	if (ret < 0)
 		fuse_reply_err(req, -ret);
 	else if (size == 0)
 		fuse_reply_xattr(req, (size_t)ret);
 	else
 		fuse_reply_buf(req, buf, (size_t)ret);
+	free(buf);
 }
 
 void fs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 		 size_t size)
 {
-	struct keyfs_ctx *ctx = req_ctx(req);
-	struct req_cred rc;
-	char *buf = size ? malloc(size) : NULL;
-	struct tnode tn;
-	int ret = size && !buf ? -ENOMEM : tree_node(ctx, ino, &tn);
-
-	if (ret == 0)
-		ret = xattr_get(ctx, req_cred(req, &rc), &tn, name, buf, size);
-	reply_xattr_value(req, ret, buf, size);
-	free(buf);
+	reply_xattr(req, ino, name, size);
 }
 
 void fs_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 {
-	struct keyfs_ctx *ctx = req_ctx(req);
-	struct req_cred rc;
-	char *buf = size ? malloc(size) : NULL;
-	struct tnode tn;
-	int ret = size && !buf ? -ENOMEM : tree_node(ctx, ino, &tn);
-
-	if (ret == 0)
-		ret = xattr_list(ctx, req_cred(req, &rc), &tn, buf, size);
-	reply_xattr_value(req, ret, buf, size);
-	free(buf);
+	reply_xattr(req, ino, NULL, size);
 }
 
 void fs_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)

@@ -5,10 +5,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
-
-#include <fuse_lowlevel.h>
 
 #include "attr.h"
 #include "fs-ops.h"

@@ -2,13 +2,8 @@
 #define FUSE_USE_VERSION 314
 #include <errno.h>
 #include <fcntl.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
-
-#include <fuse_lowlevel.h>
 
 #include "attr.h"
 #include "control.h"

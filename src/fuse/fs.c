@@ -1,14 +1,6 @@
 /* fs.c: the FUSE ops table (its handlers in fs-entry.c, fs-rename.c, fs-file.c, fs-dir.c) and starting the session. */
 #define FUSE_USE_VERSION 314
-#include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-#include <unistd.h>
-
-#include <fuse_lowlevel.h>
 
 #include "attr.h"
 #include "fs-ops.h"
