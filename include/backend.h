@@ -42,14 +42,29 @@ struct key_type_info {
  * keyctl(2) gives them (ENOKEY, EKEYREVOKED, EKEYEXPIRED, EACCES, EDQUOT,
  * EDEADLK, ELOOP, EFBIG for a payload over the type's limit, ...).  Every
  * operation acting for a caller takes that caller's credentials and checks
- * access with the kernel's rules (perm.h).  Output pointers are written only
+ * access with the kernel's rules (perm.h); "needs X" below names the
+ * permission bit the kernel's keyctl wants, granted by the key's perm to
+ * the caller's class or to a possessor.  Output pointers are written only
  * on success.  A NULL slot means "not supported": callers answer EOPNOTSUPP.
  * Buffers a slot hands out ("*_alloc" names below) belong to the caller.
+ *
+ * Rules both backends keep, which the FUSE layer relies on:
+ * - A dead key (revoked, expired, negative, invalidated) that still has a
+ *   serial is described, not refused: describe answers 0 with its state in
+ *   key_info.state, so listings and stat show it.  Every other slot acting
+ *   on it answers as keyctl does (EKEYREVOKED, EKEYEXPIRED, ENOKEY), except
+ *   unlink, which takes a key in any state (the usual cleanup).
+ * - Updating a key of the user or logon type (update, or add meeting a
+ *   key of the same type and description) clears its expiry, as the
+ *   kernel's user_update does; big_key keeps it.
+ * - No slot calls back into the layer above; the only callbacks are
+ *   backend_config's unlock/relock.
  */
 struct keyfs_backend_ops {
 	const char *name;
 
-	/* Open the store.  On failure writes one line (no newline) naming the
+	/* Open the store (memory: load the JSON snapshot; kernel: check that
+	 * keyctl works).  On failure writes one line (no newline) naming the
 	 * cause into err and returns -errno. */
 	int (*init)(struct keyfs_backend **bp, const struct backend_config *cfg,
 		    char *err, size_t errlen);
@@ -57,14 +72,17 @@ struct keyfs_backend_ops {
 	void (*destroy)(struct keyfs_backend *b);
 
 	/* Resolve @t/@p/@s/@u/@us (enum keyfs_special) to a serial, creating
-	 * the keyring if create is set and it does not exist yet. */
+	 * the keyring if create is set and it does not exist yet.  No
+	 * permission: these are the caller's own keyrings. */
 	int (*special)(struct keyfs_backend *b, const struct keyfs_cred *c,
 		       int which, bool create, kserial_t *out);
-	/* The caller's persistent keyring (keyctl get_persistent). */
+	/* The caller's persistent keyring (keyctl get_persistent), made if
+	 * need be; each call pushes its expiry ahead. */
 	int (*persistent)(struct keyfs_backend *b, const struct keyfs_cred *c,
 			  kserial_t *out);
 
-	/* Needs view permission. */
+	/* Needs view.  Answers dead keys with their state (see above); size
+	 * is what read would give (0 for unreadable types). */
 	int (*describe)(struct keyfs_backend *b, const struct keyfs_cred *c,
 			kserial_t key, struct key_info *out);
 	/* The payload; *buf_alloc is malloc'd, the caller wipes and frees it.
@@ -73,21 +91,27 @@ struct keyfs_backend_ops {
 	int (*read)(struct keyfs_backend *b, const struct keyfs_cred *c,
 		    kserial_t key, void **buf_alloc, size_t *len);
 	/* The serials a keyring links, in link order; *out_alloc is malloc'd
-	 * (NULL when empty). */
+	 * (NULL when empty).  Needs what read needs, on a live keyring. */
 	int (*list)(struct keyfs_backend *b, const struct keyfs_cred *c,
 		    kserial_t keyring, kserial_t **out_alloc, size_t *n);
 	/* The key of this type and description linked directly in keyring (no
 	 * recursion), without scanning the keyring: an index by name.  ENOKEY
-	 * when there is none. */
+	 * when there is none.  Needs search on the live keyring; the key is
+	 * returned in whatever state it is, with no check of its own. */
 	int (*find)(struct keyfs_backend *b, const struct keyfs_cred *c,
 		    kserial_t keyring, const char *type, const char *desc,
 		    kserial_t *out);
-	/* Every key the caller may view (for by-id/); *out_alloc as for list. */
+	/* Every key the caller may view (for by-id/); *out_alloc as for list.
+	 * Keys without view are left out, not an error. */
 	int (*list_all)(struct keyfs_backend *b, const struct keyfs_cred *c,
 			kserial_t **out_alloc, size_t *n);
 
 	/* add_key(2): create, or update a key of the same type and description
-	 * already in keyring.  A NULL payload with len 0 makes a keyring. */
+	 * already in keyring.  A NULL payload with len 0 makes a keyring.
+	 * Needs write on the keyring (and write on a key it updates); ENODEV
+	 * for an unknown type, EINVAL for a description the type refuses,
+	 * EFBIG over the type's payload limit, EDQUOT over the quota.  A new
+	 * key gets the type's default permission and the caller's ids. */
 	int (*add)(struct keyfs_backend *b, const struct keyfs_cred *c,
 		   const char *type, const char *desc, const void *payload,
 		   size_t len, kserial_t keyring, kserial_t *out);
@@ -99,56 +123,83 @@ struct keyfs_backend_ops {
 			 const char *desc);
 	/* What keyfs must know of a key type before a key of it exists: its
 	 * payload limit and a new key's permission.  ENODEV for a type the
-	 * store lacks.  The one place these facts live for the FUSE layer. */
+	 * store lacks.  The one place these facts live for the FUSE layer
+	 * (src/fuse/keytype.c asks it).  No caller: the facts are public. */
 	int (*type_info)(struct keyfs_backend *b, const char *type,
 			 struct key_type_info *out);
+	/* keyctl update: replace the payload.  Needs write on a live key of
+	 * an updatable type; EFBIG over the type's limit (the type's own,
+	 * not keyctl's page).  Clears a user or logon key's expiry. */
 	int (*update)(struct keyfs_backend *b, const struct keyfs_cred *c,
 		      kserial_t key, const void *payload, size_t len);
+	/* Needs write on the keyring and link on the key; EDEADLK when the
+	 * link would make a cycle, ELOOP when it would nest too deep.  A
+	 * link displaces a key of the same type and description. */
 	int (*link)(struct keyfs_backend *b, const struct keyfs_cred *c,
 		    kserial_t key, kserial_t keyring);
+	/* Needs write on the keyring; the key may be in any state.  ENOENT
+	 * when keyring does not link it. */
 	int (*unlink)(struct keyfs_backend *b, const struct keyfs_cred *c,
 		      kserial_t key, kserial_t keyring);
-	/* KEYCTL_MOVE; flags: KEYFS_MOVE_EXCL. */
+	/* KEYCTL_MOVE; flags: KEYFS_MOVE_EXCL.  Needs link on the key and
+	 * write on both keyrings; one step, all or nothing. */
 	int (*move)(struct keyfs_backend *b, const struct keyfs_cred *c,
 		    kserial_t key, kserial_t from, kserial_t to, unsigned flags);
+	/* Needs write, or else setattr.  The key stays, dead (described as
+	 * KEY_STATE_REVOKED), until the garbage collector takes it. */
 	int (*revoke)(struct keyfs_backend *b, const struct keyfs_cred *c,
 		      kserial_t key);
+	/* Needs search.  The key leaves every keyring at once. */
 	int (*invalidate)(struct keyfs_backend *b, const struct keyfs_cred *c,
 			  kserial_t key);
+	/* Unlink everything a keyring links.  Needs write on the keyring. */
 	int (*clear)(struct keyfs_backend *b, const struct keyfs_cred *c,
 		     kserial_t keyring);
+	/* Needs setattr, and the caller owns the key (or is root, for
+	 * CAP_SYS_ADMIN).  EINVAL for bits outside 0x3f3f3f3f. */
 	int (*setperm)(struct keyfs_backend *b, const struct keyfs_cred *c,
 		       kserial_t key, uint32_t perm);
-	/* (uid_t)-1 / (gid_t)-1 leave that id unchanged. */
+	/* (uid_t)-1 / (gid_t)-1 leave that id unchanged.  Needs setattr;
+	 * another uid, or a group the caller is not in, takes root.  The
+	 * new owner takes over the quota charge (EDQUOT). */
 	int (*chown)(struct keyfs_backend *b, const struct keyfs_cred *c,
 		     kserial_t key, uid_t uid, gid_t gid);
-	/* Expire secs seconds from now; 0 clears the expiry. */
+	/* Expire secs seconds from now; 0 clears the expiry.  Needs setattr
+	 * on a live key. */
 	int (*set_timeout)(struct keyfs_backend *b, const struct keyfs_cred *c,
 			   kserial_t key, unsigned secs);
-	/* restrict_keyring(2); type NULL blocks all further links. */
+	/* restrict_keyring(2); type NULL blocks all further links.  Needs
+	 * setattr on the keyring. */
 	int (*restrict_keyring)(struct keyfs_backend *b,
 				const struct keyfs_cred *c, kserial_t keyring,
 				const char *type, const char *restriction);
-	/* request_key(2).  callout NULL: no callout; dest 0: no keyring. */
+	/* request_key(2).  callout NULL: no callout; dest 0: no keyring.
+	 * Searches as search does; a key found or made is linked into dest
+	 * (needs write on it).  A negative key answers ENOKEY.  May give up
+	 * the upper layer's lock while a callout runs (backend_config). */
 	int (*request)(struct keyfs_backend *b, const struct keyfs_cred *c,
 		       const char *type, const char *desc, const char *callout,
 		       kserial_t dest, kserial_t *out);
 	/* Search the process keyrings as request_key(2) does, without a
-	 * callout.  ENOKEY when nothing is found. */
+	 * callout.  ENOKEY when nothing is found.  Keyrings need search to be
+	 * searched, keys search to be found; possession counts. */
 	int (*search)(struct keyfs_backend *b, const struct keyfs_cred *c,
 		      const char *type, const char *desc, kserial_t *out);
 
-	/* The LSM label (keyctl security); *label_alloc is malloc'd. */
+	/* The LSM label (keyctl security); *label_alloc is malloc'd.  Needs
+	 * view. */
 	int (*security)(struct keyfs_backend *b, const struct keyfs_cred *c,
 			kserial_t key, char **label_alloc);
 	/* Text in the formats of /proc/keys and /proc/key-users, and of
-	 * `keyctl supports`; *text_alloc is malloc'd, NUL-terminated. */
+	 * `keyctl supports`; *text_alloc is malloc'd, NUL-terminated.
+	 * proc_keys lists the keys the caller may view; proc_key_users every
+	 * user's counts, as the kernel shows them to anyone. */
 	int (*proc_keys)(struct keyfs_backend *b, const struct keyfs_cred *c,
 			 char **text_alloc);
 	int (*proc_key_users)(struct keyfs_backend *b,
 			      const struct keyfs_cred *c, char **text_alloc);
 	int (*supports)(struct keyfs_backend *b, char **text_alloc);
-	/* The caller's quota usage and limits. */
+	/* The caller's quota usage and limits (its uid's).  No permission. */
 	int (*quota)(struct keyfs_backend *b, const struct keyfs_cred *c,
 		     struct key_quota *q);
 };

@@ -12,6 +12,7 @@
 #include "ctx.h"
 #include "fs.h"
 #include "node.h"
+#include "specials.h"
 #include "store.h"
 #include "tree.h"
 
@@ -19,17 +20,13 @@
  * up as request_key would find it). */
 static int resolve_root(struct keyfs_ctx *ctx, const char *spec, kserial_t *out)
 {
-	static const struct { const char *name; int which; } specials[] = {
-		{ "@s", KEYFS_SPEC_SESSION }, { "@u", KEYFS_SPEC_USER },
-		{ "@us", KEYFS_SPEC_USER_SESSION }, { "@p", KEYFS_SPEC_PROCESS },
-	};
+	const struct keyfs_special_name *sp = keyfs_special_by_name(spec);
 	char *end;
 	long v;
 
-	for (size_t i = 0; i < sizeof(specials) / sizeof(specials[0]); i++)
-		if (strcmp(spec, specials[i].name) == 0)
-			return BACKEND_CALL(ctx, special, &ctx->mounter,
-					    specials[i].which, true, out);
+	if (sp)
+		return BACKEND_CALL(ctx, special, &ctx->mounter, sp->which,
+				    true, out);
 	if (strncmp(spec, "%:", 2) == 0)
 		return BACKEND_CALL(ctx, search, &ctx->mounter, "keyring", spec + 2, out);
 	errno = 0;

@@ -91,14 +91,14 @@ page_text()
 	local text name names
 
 	text=$(page_text)
-	names=$(sed -n 's/^[[:space:]]*\[CTLF_[A-Z_]*\] = "\([a-z-]*\)",$/\1/p' "$SRCDIR/src/tree.c")
-	[[ -n $names ]] || fail "no control files found in src/tree.c"
+	names=$(sed -n 's/^[[:space:]]*\[CTLF_[A-Z_]*\] = { "\([a-z-]*\)", [a-z]* },$/\1/p' "$SRCDIR/src/fuse/ctlfiles.c")
+	[[ -n $names ]] || fail "no control files found in src/fuse/ctlfiles.c"
 	for name in $names; do
 		grep -qE -- "^ +$name( |$)" <<<"$text" ||
 			fail "keyfs.1 has no entry for .keyfs/$name"
 	done
-	names=$(sed -n 's/.*XATTR_PREFIX "\([a-z]*\)".*/\1/p' "$SRCDIR/src/xattr.c")
-	[[ -n $names ]] || fail "no attributes found in src/xattr.c"
+	names=$(sed -n 's/.*XATTR_PREFIX "\([a-z]*\)".*/\1/p' "$SRCDIR/src/fuse/xattr.c")
+	[[ -n $names ]] || fail "no attributes found in src/fuse/xattr.c"
 	for name in $names; do
 		grep -qE -- "^ +user\.keyfs\.$name$" <<<"$text" ||
 			fail "keyfs.1 has no entry for user.keyfs.$name"

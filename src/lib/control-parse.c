@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "control-parse.h"
+#include "specials.h"
 #include "parse.h"
 #include "names.h"
 
@@ -229,22 +230,12 @@ out:
 
 static int parse_special(const char *s, int *special)
 {
-	static const struct {
-		const char *name;
-		enum keyfs_special spec;
-	} specials[] = {
-		{ "@s", KEYFS_SPEC_SESSION },
-		{ "@u", KEYFS_SPEC_USER },
-		{ "@us", KEYFS_SPEC_USER_SESSION },
-		{ "@p", KEYFS_SPEC_PROCESS },
-	};
+	const struct keyfs_special_name *sp = keyfs_special_by_name(s);
 
-	for (size_t i = 0; i < ARRAY_SIZE(specials); i++)
-		if (strcmp(s, specials[i].name) == 0) {
-			*special = specials[i].spec;
-			return 0;
-		}
-	return -EINVAL;
+	if (!sp)
+		return -EINVAL;
+	*special = sp->which;
+	return 0;
 }
 
 /*

@@ -15,7 +15,4 @@ int control_write(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 int control_read_alloc(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 		       enum ctl_file f, char **text_alloc, size_t *len);
 
-/* Whether control file f is written (commands) rather than read. */
-bool control_is_writable(enum ctl_file f);
-
 #endif

@@ -16,10 +16,10 @@
 /* A new pending entry of type and desc in keyring for c, or the one that
  * is already there (-EEXIST with O_EXCL in flags).  The type and
  * description are refused as add_key(2) would refuse them, and the keyring
- * must take a new key from c. */
+ * must take a new key from c.  *out belongs to the node table. */
 int pending_create(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 		   kserial_t keyring, const char *type, const char *desc,
-		   int flags, struct tnode *out);
+		   int flags, struct node **out);
 
 /* What the key will be, as c sees it: state pending, size 0. */
 int pending_info(struct keyfs_ctx *ctx, const struct keyfs_cred *c,

@@ -6,23 +6,8 @@
 
 #include "attr.h"
 #include "names.h"
+#include "specials.h"
 #include "tree.h"
-
-const char *const ctl_file_names[CTLF_COUNT] = {
-	[CTLF_REVOKE] = "revoke",
-	[CTLF_INVALIDATE] = "invalidate",
-	[CTLF_LINK] = "link",
-	[CTLF_UNLINK] = "unlink",
-	[CTLF_SETPERM] = "setperm",
-	[CTLF_CHOWN] = "chown",
-	[CTLF_TIMEOUT] = "timeout",
-	[CTLF_CLEAR] = "clear",
-	[CTLF_REQUEST] = "request",
-	[CTLF_RESTRICT] = "restrict",
-	[CTLF_KEYS] = "keys",
-	[CTLF_KEY_USERS] = "key-users",
-	[CTLF_SUPPORTS] = "supports",
-};
 
 /* The directories of the tree root that are keyrings. */
 static const struct root_dir {
@@ -36,16 +21,8 @@ static const struct root_dir {
 	{ "persistent", offsetof(struct keyfs_ctx, persistent) },
 };
 
-static const struct root_link {
-	const char *name;
-	const char *target;
-	uint64_t ino;
-} root_links[] = {
-	{ "@s", "session", INO_LINK_S },
-	{ "@u", "user", INO_LINK_U },
-	{ "@us", "user-session", INO_LINK_US },
-	{ "@p", "process", INO_LINK_P },
-};
+/* The root's links @s @u @us @p: keyfs_specials[i] is inode
+ * INO_LINK_S + i, a link to its directory. */
 
 #define NELEM(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -53,6 +30,26 @@ static kserial_t root_dir_serial(const struct keyfs_ctx *ctx,
 				 const struct root_dir *d)
 {
 	return *(const kserial_t *)((const char *)ctx + d->field);
+}
+
+int tree_special(const struct keyfs_ctx *ctx, int which, kserial_t *out)
+{
+	for (size_t i = 0; i < keyfs_nspecials; i++) {
+		if (keyfs_specials[i].which != which)
+			continue;
+		for (size_t j = 0; j < NELEM(root_dirs); j++) {
+			kserial_t s;
+
+			if (strcmp(root_dirs[j].name, keyfs_specials[i].dir) != 0)
+				continue;
+			s = root_dir_serial(ctx, &root_dirs[j]);
+			if (s == 0)
+				return -ENOKEY;
+			*out = s;
+			return 0;
+		}
+	}
+	return -EINVAL;
 }
 
 uint64_t tree_ino(const struct keyfs_ctx *ctx, kserial_t serial)
@@ -117,12 +114,11 @@ int tree_node(struct keyfs_ctx *ctx, uint64_t ino, struct tnode *out)
 		set_virt(out, T_SEARCHDIR, ino);
 		return 0;
 	}
-	for (size_t i = 0; i < NELEM(root_links); i++)
-		if (root_links[i].ino == ino) {
-			set_virt(out, T_LINK, ino);
-			out->target = root_links[i].target;
-			return 0;
-		}
+	if (ino >= INO_LINK_S && ino < INO_LINK_S + keyfs_nspecials) {
+		set_virt(out, T_LINK, ino);
+		out->target = keyfs_specials[ino - INO_LINK_S].dir;
+		return 0;
+	}
 	if (ino >= INO_CTL_FIRST && ino < INO_CTL_FIRST + CTLF_COUNT) {
 		set_virt(out, T_CTLFILE, ino);
 		out->ctl = (int)(ino - INO_CTL_FIRST);
@@ -244,9 +240,9 @@ static int lookup_root(struct keyfs_ctx *ctx, const char *name,
 			set_key(ctx, out, s);
 			return 0;
 		}
-	for (size_t i = 0; i < NELEM(root_links); i++)
-		if (strcmp(name, root_links[i].name) == 0)
-			return tree_node(ctx, root_links[i].ino, out);
+	for (size_t i = 0; i < keyfs_nspecials; i++)
+		if (strcmp(name, keyfs_specials[i].name) == 0)
+			return tree_node(ctx, INO_LINK_S + i, out);
 	if (strcmp(name, "by-id") == 0)
 		return tree_node(ctx, INO_BYID, out);
 	if (strcmp(name, ".keyfs") == 0)
@@ -260,7 +256,7 @@ static int lookup_ctldir(struct keyfs_ctx *ctx, const char *name,
 	if (strcmp(name, "search") == 0)
 		return tree_node(ctx, INO_SEARCHDIR, out);
 	for (int i = 0; i < CTLF_COUNT; i++)
-		if (strcmp(name, ctl_file_names[i]) == 0)
+		if (strcmp(name, ctl_files[i].name) == 0)
 			return tree_node(ctx, INO_CTL_FIRST + (uint64_t)i, out);
 	return -ENOENT;
 }
@@ -429,8 +425,8 @@ static int readdir_root(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 		if (s)
 			ret = dl_add_node(ctx, c, dl, root_dirs[i].name, tree_ino(ctx, s));
 	}
-	for (size_t i = 0; i < NELEM(root_links) && ret == 0; i++)
-		ret = dl_add_node(ctx, c, dl, root_links[i].name, root_links[i].ino);
+	for (size_t i = 0; i < keyfs_nspecials && ret == 0; i++)
+		ret = dl_add_node(ctx, c, dl, keyfs_specials[i].name, INO_LINK_S + i);
 	if (ret == 0)
 		ret = dl_add_node(ctx, c, dl, "by-id", INO_BYID);
 	if (ret == 0)
@@ -444,7 +440,7 @@ static int readdir_ctldir(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 	int ret = dl_add_node(ctx, c, dl, "search", INO_SEARCHDIR);
 
 	for (int i = 0; i < CTLF_COUNT && ret == 0; i++)
-		ret = dl_add_node(ctx, c, dl, ctl_file_names[i],
+		ret = dl_add_node(ctx, c, dl, ctl_files[i].name,
 				  INO_CTL_FIRST + (uint64_t)i);
 	return ret;
 }

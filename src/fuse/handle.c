@@ -7,15 +7,9 @@
 
 #include "attr.h"
 #include "handle.h"
+#include "keytype.h"
 #include "pending.h"
 #include "perm.h"
-
-size_t handle_payload_max(const char *type)
-{
-	if (strcmp(type, "user") == 0 || strcmp(type, "logon") == 0)
-		return KEYFS_USER_PAYLOAD_MAX;
-	return KEYFS_BIG_PAYLOAD_MAX;
-}
 
 struct handle *handle_new(enum handle_kind kind, uint64_t ino)
 {
@@ -103,6 +97,7 @@ int handle_open_key(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 {
 	struct key_info *ki = malloc(sizeof(*ki));
 	struct handle *h = handle_new(H_KEY, tn->ino);
+	struct key_type_info ti;
 	int acc = flags & O_ACCMODE;
 	int ret;
 
@@ -136,7 +131,10 @@ int handle_open_key(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 	h->serial = tn->serial;
 	h->node = tn->kind == T_PENDING ? tn->node : NULL;
 	h->taken = h->node ? h->node->taken : 0;
-	h->max = handle_payload_max(ki->type);
+	ret = keytype_info(ctx, ki->type, &ti);
+	if (ret < 0)
+		goto fail;
+	h->max = ti.max_payload;
 	h->append = flags & O_APPEND;
 	switch (ki->state) {
 	case KEY_STATE_REVOKED:

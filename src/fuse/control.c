@@ -4,43 +4,10 @@
 #include <string.h>
 
 #include "control.h"
-#include "fs.h"
+#include "ctlfiles.h"
 #include "control-parse.h"
 #include "names.h"
 #include "tree.h"
-
-bool control_is_writable(enum ctl_file f)
-{
-	return f < CTLF_KEYS;
-}
-
-/* @s @u @us @p mean the mount's keyrings, the ones its tree shows. */
-static int resolve_special(struct keyfs_ctx *ctx, int special,
-			   kserial_t *out)
-{
-	kserial_t s;
-
-	switch (special) {
-	case KEYFS_SPEC_SESSION:
-		s = ctx->session;
-		break;
-	case KEYFS_SPEC_USER:
-		s = ctx->user;
-		break;
-	case KEYFS_SPEC_USER_SESSION:
-		s = ctx->user_session;
-		break;
-	case KEYFS_SPEC_PROCESS:
-		s = ctx->process;
-		break;
-	default:
-		return -EINVAL;
-	}
-	if (s == 0)
-		return -ENOKEY;
-	*out = s;
-	return 0;
-}
 
 /*
  * A #SERIAL must name a key that exists.  Only "no such key" is final
@@ -76,7 +43,7 @@ static int resolve_ref(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 			*out = ref->serial;
 		return ret;
 	case CTL_REF_SPECIAL:
-		return resolve_special(ctx, ref->special, out);
+		return tree_special(ctx, ref->special, out);
 	}
 	return -EINVAL;
 }
@@ -140,9 +107,9 @@ static void forget_key_name(struct keyfs_ctx *ctx, kserial_t keyring,
 	uint64_t dir = tree_ino(ctx, keyring);
 
 	if (name_for_key(type, desc, false, name, sizeof(name)) == 0)
-		fs_forget_name(ctx, dir, name);
+		ctx_forget_name(ctx, dir, name);
 	if (name_for_key(type, desc, true, name, sizeof(name)) == 0)
-		fs_forget_name(ctx, dir, name);
+		ctx_forget_name(ctx, dir, name);
 }
 
 /* What a keyring lists now, as clear will empty it; NULL when it cannot
@@ -168,7 +135,7 @@ static void forget_names(struct keyfs_ctx *ctx, enum ctl_cmd which,
 		forget_key_name(ctx, keyring, ki->type, ki->desc);
 	for (i = 0; cleared && i < ncleared; i++)
 		if (strcmp(cleared[i].name, ".") && strcmp(cleared[i].name, ".."))
-			fs_forget_name(ctx, tree_ino(ctx, key), cleared[i].name);
+			ctx_forget_name(ctx, tree_ino(ctx, key), cleared[i].name);
 }
 
 int control_write(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
@@ -183,8 +150,8 @@ int control_write(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 	enum ctl_cmd which;
 	int ret;
 
-	if (f >= CTLF_COUNT || !control_is_writable(f) ||
-	    ctl_cmd_from_name(ctl_file_names[f], &which) < 0)
+	if (f >= CTLF_COUNT || !ctl_files[f].writable ||
+	    ctl_cmd_from_name(ctl_files[f].name, &which) < 0)
 		return -EBADF;
 	ret = ctl_parse(which, buf, len, ctx->mountpoint, &cmd);
 	if (ret < 0)
@@ -211,13 +178,13 @@ int control_write(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 	/* The kernel caches these keys' attributes (mode, owner, link
 	 * counts); it saw none of this happen. */
 	if (ret == 0) {
-		fs_key_changed(ctx, key);
-		fs_key_changed(ctx, keyring);
+		ctx_key_changed(ctx, key);
+		ctx_key_changed(ctx, keyring);
 		forget_names(ctx, which, key, keyring, &ki, cleared, ncleared);
 		/* An invalidated key leaves every keyring; the one named in
 		 * the command is the name its writer is likely to look at. */
 		if (which == CTL_INVALIDATE && entry.parent)
-			fs_forget_name(ctx, entry.parent, entry.name);
+			ctx_forget_name(ctx, entry.parent, entry.name);
 	}
 	free(cleared);
 out:

@@ -29,6 +29,11 @@ struct tnode {
 };
 
 /* The inode of a key (1 for the root= keyring). */
+/* The serial of the mount's keyring for @s @u @us @p (enum
+ * keyfs_special): the one its tree shows.  -ENOKEY when there is none,
+ * -EINVAL for any other which. */
+int tree_special(const struct keyfs_ctx *ctx, int which, kserial_t *out);
+
 uint64_t tree_ino(const struct keyfs_ctx *ctx, kserial_t serial);
 
 /* Classify an inode number.  -ESTALE for one keyfs does not know. */

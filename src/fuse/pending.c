@@ -5,18 +5,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "keytype.h"
 #include "pending.h"
 #include "perm.h"
-
-/* The permission add_key(2) gives a new key of this type, shown on a
- * pending entry until it is instantiated. */
-static uint32_t default_perm(const char *type)
-{
-	/* Possessor: all but read for unreadable types; user: view. */
-	if (strcmp(type, "logon") == 0)
-		return 0x3d010000;
-	return 0x3f010000;
-}
 
 /* root stands for CAP_SYS_ADMIN, as the memory backend has it. */
 static bool privileged(const struct keyfs_cred *c)
@@ -59,13 +50,18 @@ int pending_info(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 		 const struct node *n, struct key_info *ki)
 {
 	struct key_info parent;
+	struct key_type_info ti;
+	int ret = n->perm_set ? 0 : keytype_info(ctx, n->type, &ti);
 
+	if (ret < 0)
+		return ret;
 	memset(ki, 0, sizeof(*ki));
 	snprintf(ki->type, sizeof(ki->type), "%s", n->type);
 	snprintf(ki->desc, sizeof(ki->desc), "%s", n->desc);
 	ki->uid = n->uid;
 	ki->gid = n->gid;
-	ki->perm = n->perm_set ? n->perm : default_perm(n->type);
+	/* What add_key(2) will give the key, until the entry is given its own. */
+	ki->perm = n->perm_set ? n->perm : ti.default_perm;
 	ki->state = KEY_STATE_PENDING;
 	ki->expiry = n->expiry;
 	ki->nlink = n->unlinked ? 0 : 1;
@@ -111,7 +107,7 @@ static void set_creator(struct node *n, const struct keyfs_cred *c)
 
 int pending_create(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 		   kserial_t keyring, const char *type, const char *desc,
-		   int flags, struct tnode *out)
+		   int flags, struct node **out)
 {
 	struct node *n = node_find_pending(ctx->nodes, keyring, type, desc);
 	struct timespec now;
@@ -120,7 +116,7 @@ int pending_create(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 	/* Someone's entry is there already: opening it is decided by its
 	 * rules, not made anew. */
 	if (n)
-		return (flags & O_EXCL) ? -EEXIST : tree_node(ctx, n->ino, out);
+		return (flags & O_EXCL) ? -EEXIST : (*out = n, 0);
 	/* What add_key(2) would refuse at close is refused now: the backend
 	 * knows its types. */
 	ret = BACKEND_CALL(ctx, check_new, type, desc);
@@ -139,7 +135,8 @@ int pending_create(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 	n->gid = c->gid;
 	n->mtime = n->ctime = now;
 	set_creator(n, c);
-	return tree_node(ctx, n->ino, out);
+	*out = n;
+	return 0;
 }
 
 int pending_may_write(struct keyfs_ctx *ctx, const struct keyfs_cred *c,

@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "attr.h"
-#include "control.h"
+#include "ctlfiles.h"
 #include "pending.h"
 #include "perm.h"
 
@@ -85,7 +85,7 @@ int attr_get(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 		st->st_size = (off_t)strlen(tn->target);
 		return 0;
 	case T_CTLFILE:
-		attr_virtual(ctx, tn, S_IFREG | (control_is_writable(tn->ctl) ? 0222 : 0444), 1, st);
+		attr_virtual(ctx, tn, S_IFREG | (ctl_files[tn->ctl].writable ? 0222 : 0444), 1, st);
 		return 0;
 	}
 	return -EINVAL;

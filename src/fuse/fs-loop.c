@@ -135,8 +135,9 @@ static void locked_init(void *userdata, struct fuse_conn_info *conn)
 }
 
 /* The table the session runs: a locked wrapper where ops has a handler,
- * NULL where it has none (libfuse's default answer).  A handler fs.c adds
- * needs its line here too, or libfuse never calls it. */
+ * NULL where it has none (libfuse's default answer).  A handler added to
+ * the table in fs.c (whichever fs-*.c holds it) needs its line here too,
+ * or libfuse never calls it. */
 static void locked_ops(const struct fuse_lowlevel_ops *ops,
 		       struct fuse_lowlevel_ops *out)
 {
@@ -177,8 +178,8 @@ static void locked_ops(const struct fuse_lowlevel_ops *ops,
 #undef WRAP
 }
 
-/* Has every handler of ops a wrapper in locked?  A handler added to fs.c
- * without one here would otherwise be dropped without a word.  The table
+/* Has every handler of ops a wrapper in locked?  A handler added to fs.c's
+ * table without one here would otherwise be dropped without a word.  The table
  * holds nothing but function pointers. */
 static bool all_wrapped(const struct fuse_lowlevel_ops *ops,
 			const struct fuse_lowlevel_ops *locked)

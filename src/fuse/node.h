@@ -4,6 +4,7 @@
 
 #include <stdint.h>
 #include "keyfs.h"
+#include "ctlfiles.h"
 
 /*
  * A key's inode number is its serial (positive int32).  Inode 1 is the
@@ -17,33 +18,11 @@ enum {
 	INO_BYID = INO_VIRT + 1,
 	INO_CTLDIR,
 	INO_SEARCHDIR,
-	INO_LINK_S,		/* @s -> session */
-	INO_LINK_U,
-	INO_LINK_US,
-	INO_LINK_P,
+	INO_LINK_S,		/* @s -> session; @u @us @p follow, numbered
+				 * by their place in keyfs_specials */
 	INO_CTL_FIRST = INO_VIRT + 64,	/* + enum ctl_file */
 	INO_DYN_FIRST = INO_VIRT + 4096,
 };
-
-/* The files in .keyfs/. */
-enum ctl_file {
-	CTLF_REVOKE,
-	CTLF_INVALIDATE,
-	CTLF_LINK,
-	CTLF_UNLINK,
-	CTLF_SETPERM,
-	CTLF_CHOWN,
-	CTLF_TIMEOUT,
-	CTLF_CLEAR,
-	CTLF_REQUEST,
-	CTLF_RESTRICT,
-	CTLF_KEYS,
-	CTLF_KEY_USERS,
-	CTLF_SUPPORTS,
-	CTLF_COUNT,
-};
-
-extern const char *const ctl_file_names[CTLF_COUNT];
 
 enum node_kind {
 	NODE_PENDING,		/* a created key with no payload yet */

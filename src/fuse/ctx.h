@@ -12,6 +12,19 @@ struct fuse_session;
 struct notifier;
 struct handle;
 struct fuse_lowlevel_ops;
+struct keyfs_ctx;
+
+/* What the FUSE glue (fs.c, fs-notify.c) wants to hear from the files it
+ * drives (control.c, ...), which never call it by name: fs_run fills
+ * these in before the first request.  NULL: nobody listens (no session). */
+struct fs_events {
+	/* keyfs changed this key in a way the kernel did not see: drop its
+	 * cached attributes.  Safe from a request: takes no inode locks. */
+	void (*key_changed)(struct keyfs_ctx *ctx, kserial_t serial);
+	/* The kernel's cached name in directory parent may be stale. */
+	void (*forget_name)(struct keyfs_ctx *ctx, uint64_t parent,
+			    const char *name);
+};
 
 struct keyfs_ctx {
 	struct keyfs_opts opts;
@@ -30,6 +43,7 @@ struct keyfs_ctx {
 	struct fuse_session *se;	/* for telling the kernel what changed */
 	struct notifier *notifier;	/* fs-notify.c: names to drop from the kernel's cache */
 	struct handle *open_keys;	/* handle.c: open key files, to outlive their keys */
+	struct fs_events events;	/* the glue's callbacks (see above) */
 	int store_lock;			/* store=: the lock file (store-lock.c), or -1 */
 
 	/* fs-loop.c: every request handler runs holding this lock, so the
@@ -43,5 +57,19 @@ struct keyfs_ctx {
 /* Call a backend slot, answering -EOPNOTSUPP for a NULL one. */
 #define BACKEND_CALL(ctx, slot, ...) \
 	((ctx)->ops->slot ? (ctx)->ops->slot((ctx)->be, __VA_ARGS__) : -EOPNOTSUPP)
+
+/* Tell the glue through ctx->events, when it listens. */
+static inline void ctx_key_changed(struct keyfs_ctx *ctx, kserial_t serial)
+{
+	if (ctx->events.key_changed)
+		ctx->events.key_changed(ctx, serial);
+}
+
+static inline void ctx_forget_name(struct keyfs_ctx *ctx, uint64_t parent,
+				   const char *name)
+{
+	if (ctx->events.forget_name)
+		ctx->events.forget_name(ctx, parent, name);
+}
 
 #endif

@@ -67,7 +67,4 @@ void handle_free(struct handle *h);
 int handle_update_payload(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 			  kserial_t serial, const void *buf, size_t len);
 
-/* The largest payload a key of this type takes. */
-size_t handle_payload_max(const char *type);
-
 #endif

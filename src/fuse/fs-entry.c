@@ -1,0 +1,219 @@
+/* fs-entry.c: the operations on directory entries: lookup, forget, mkdir, create, unlink, rmdir. */
+#define FUSE_USE_VERSION 314
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "attr.h"
+#include "fs-ops.h"
+#include "handle.h"
+#include "names.h"
+#include "pending.h"
+
+void fs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct keyfs_ctx *ctx = req_ctx(req);
+	struct req_cred rc;
+	const struct keyfs_cred *c = req_cred(req, &rc);
+	struct tnode tn;
+	int ret = tree_lookup(ctx, c, parent, name, &tn);
+
+	if (ret < 0)
+		fuse_reply_err(req, -ret);
+	else
+		reply_entry(req, ctx, c, &tn);
+}
+
+void fs_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
+{
+	node_forget(req_ctx(req)->nodes, ino, nlookup);
+	fuse_reply_none(req);
+}
+
+void fs_forget_multi(fuse_req_t req, size_t count,
+		     struct fuse_forget_data *forgets)
+{
+	for (size_t i = 0; i < count; i++)
+		node_forget(req_ctx(req)->nodes, forgets[i].ino, forgets[i].nlookup);
+	fuse_reply_none(req);
+}
+
+void fs_readlink(fuse_req_t req, fuse_ino_t ino)
+{
+	struct tnode tn;
+	int ret = tree_node(req_ctx(req), ino, &tn);
+
+	if (ret < 0)
+		fuse_reply_err(req, -ret);
+	else if (tn.kind != T_LINK)
+		fuse_reply_err(req, EINVAL);
+	else
+		fuse_reply_readlink(req, tn.target);
+}
+
+void fs_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
+	      mode_t mode, dev_t rdev)
+{
+	(void)parent; (void)name; (void)mode; (void)rdev;
+	fuse_reply_err(req, EPERM);
+}
+
+void fs_symlink(fuse_req_t req, const char *link, fuse_ino_t parent,
+		const char *name)
+{
+	(void)link; (void)parent; (void)name;
+	fuse_reply_err(req, EPERM);
+}
+
+/* Split a new entry's name into type and description; plain names take
+ * default_type (files) or keyring (directories). */
+static int new_name(struct keyfs_ctx *ctx, const char *name, const char *plain,
+		    char *type, char *desc)
+{
+	bool typed;
+	int ret = name_parse(name, type, desc, &typed);
+
+	if (ret < 0)
+		return ret;
+	if (!typed)
+		snprintf(type, KEYFS_TYPE_MAX + 1, "%s", plain ? plain : ctx->opts.default_type);
+	return 0;
+}
+
+void fs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
+	      mode_t mode)
+{
+	struct keyfs_ctx *ctx = req_ctx(req);
+	struct req_cred rc;
+	const struct keyfs_cred *c = req_cred(req, &rc);
+	char type[KEYFS_TYPE_MAX + 1];
+	char *desc = malloc(KEYFS_DESC_MAX + 1);
+	kserial_t keyring, serial;
+	struct tnode tn;
+	int ret;
+
+	(void)mode;	/* a keyring gets the kernel's default permission */
+	ret = desc ? parent_keyring(ctx, parent, &keyring) : -ENOMEM;
+	if (ret == 0)
+		ret = new_name(ctx, name, "keyring", type, desc);
+	if (ret == 0 && !keyfs_is_keyring_type(type))
+		ret = -EINVAL;
+	if (ret == 0 && tree_find_key(ctx, c, keyring, name, &serial) == 0)
+		ret = -EEXIST;
+	if (ret == 0)
+		ret = BACKEND_CALL(ctx, add, c, "keyring", desc, NULL, 0, keyring, &serial);
+	free(desc);
+	if (ret < 0) {
+		fuse_reply_err(req, -ret);
+		return;
+	}
+	tree_node(ctx, tree_ino(ctx, serial), &tn);
+	reply_entry(req, ctx, c, &tn);
+}
+
+void fs_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct keyfs_ctx *ctx = req_ctx(req);
+	struct req_cred rc;
+	const struct keyfs_cred *c = req_cred(req, &rc);
+	kserial_t keyring;
+	struct tnode tn;
+	int ret = entry_of(ctx, c, parent, name, &keyring, &tn);
+
+	if (ret == 0 && tn.kind == T_PENDING && !tn.serial) {
+		ret = pending_unlink(ctx, c, tn.node);
+	} else if (ret == 0) {
+		ret = is_keyring(ctx, c, &tn) ? -EISDIR :
+		      BACKEND_CALL(ctx, unlink, c, tn.serial, keyring);
+	}
+	fuse_reply_err(req, ret < 0 ? -ret : 0);
+}
+
+void fs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct keyfs_ctx *ctx = req_ctx(req);
+	struct req_cred rc;
+	const struct keyfs_cred *c = req_cred(req, &rc);
+	kserial_t keyring, *links = NULL;
+	size_t n = 0;
+	struct tnode tn;
+	int ret = entry_of(ctx, c, parent, name, &keyring, &tn);
+
+	if (ret == 0 && !is_keyring(ctx, c, &tn))
+		ret = -ENOTDIR;
+	if (ret == 0)
+		ret = BACKEND_CALL(ctx, list, c, tn.serial, &links, &n);
+	free(links);
+	if (ret == 0 && n > 0)
+		ret = -ENOTEMPTY;
+	if (ret == 0)
+		ret = BACKEND_CALL(ctx, unlink, c, tn.serial, keyring);
+	fuse_reply_err(req, ret < 0 ? -ret : 0);
+}
+
+static int create_pending(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
+			  kserial_t keyring, const char *name, int flags,
+			  struct tnode *tn)
+{
+	char type[KEYFS_TYPE_MAX + 1];
+	char *desc = malloc(KEYFS_DESC_MAX + 1);
+	struct node *n = NULL;
+	int ret = desc ? new_name(ctx, name, NULL, type, desc) : -ENOMEM;
+
+	if (ret == 0 && keyfs_is_keyring_type(type))
+		ret = -EISDIR;
+	if (ret == 0)
+		ret = pending_create(ctx, c, keyring, type, desc, flags, &n);
+	if (ret == 0)
+		ret = tree_node(ctx, n->ino, tn);
+	free(desc);
+	return ret;
+}
+
+void fs_create(fuse_req_t req, fuse_ino_t parent, const char *name,
+	       mode_t mode, struct fuse_file_info *fi)
+{
+	struct keyfs_ctx *ctx = req_ctx(req);
+	struct req_cred rc;
+	const struct keyfs_cred *c = req_cred(req, &rc);
+	struct fuse_entry_param e;
+	struct handle *h = NULL;
+	kserial_t keyring, serial;
+	struct stat st;
+	struct tnode tn;
+	int ret;
+
+	/* The mode is not applied: a new key gets the kernel's default
+	 * permission, so a umask of 022 does not hand a secret to others. */
+	(void)mode;
+	ret = parent_keyring(ctx, parent, &keyring);
+	if (ret == 0 && strlen(name) > KEYFS_NAME_MAX)
+		ret = -ENAMETOOLONG;
+	if (ret == 0) {
+		ret = tree_find_key(ctx, c, keyring, name, &serial);
+		if (ret == 0 && (fi->flags & O_EXCL))
+			ret = -EEXIST;
+		else if (ret == 0)
+			ret = tree_node(ctx, tree_ino(ctx, serial), &tn);
+		else if (ret == -ENOENT)
+			ret = create_pending(ctx, c, keyring, name, fi->flags, &tn);
+	}
+	if (ret == 0)
+		ret = handle_open_key(ctx, c, &tn, fi->flags, &h);
+	if (ret == 0)
+		ret = attr_get(ctx, c, &tn, &st);
+	if (ret < 0) {
+		handle_free(h);
+		fuse_reply_err(req, -ret);
+		return;
+	}
+	fill_entry(ctx, &tn, &st, &e);
+	fi->fh = (uintptr_t)h;
+	fi->direct_io = 1;
+	if (fuse_reply_create(req, &e, fi) == 0)
+		took_ref(ctx, &tn);
+	else
+		handle_free(h);
+}

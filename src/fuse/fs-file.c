@@ -1,0 +1,302 @@
+/* fs-file.c: the operations on open files and attributes: getattr, setattr, open, read, write, flush, release. */
+#define FUSE_USE_VERSION 314
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "attr.h"
+#include "control.h"
+#include "ctlfiles.h"
+#include "fs-ops.h"
+#include "handle.h"
+#include "pending.h"
+#include "perm.h"
+
+void fs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct keyfs_ctx *ctx = req_ctx(req);
+	struct req_cred rc;
+	const struct keyfs_cred *c = req_cred(req, &rc);
+	struct tnode tn;
+	int ret = tree_node(ctx, ino, &tn);
+
+	struct handle *h;
+	struct stat st;
+
+	(void)fi;	/* fstat(2) comes without it: open files are found by inode */
+	if (ret == 0)
+		ret = attr_get(ctx, c, &tn, &st);
+	/* An open file outlives its key, as an unlinked file does. */
+	if (ret < 0 && (h = handle_find_open(ctx, ino)) != NULL) {
+		st = h->st;
+		st.st_nlink = 0;
+		st.st_size = (off_t)h->len;
+		ret = 0;
+	}
+	if (ret < 0)
+		fuse_reply_err(req, -ret);
+	else
+		fuse_reply_attr(req, &st, tn.kind == T_PENDING ? 0 : ctx->opts.attr_timeout);
+}
+
+static int set_mode(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
+		    const struct tnode *tn, mode_t mode)
+{
+	struct key_info ki;
+	int ret = attr_key_info(ctx, c, tn, &ki);
+
+	if (ret < 0)
+		return ret == -EINVAL ? -EPERM : ret;
+	if (tn->kind == T_PENDING && !tn->serial)
+		return pending_setperm(ctx, c, tn->node, perm_from_mode(ki.perm, mode));
+	return BACKEND_CALL(ctx, setperm, c, tn->serial, perm_from_mode(ki.perm, mode));
+}
+
+static int set_owner(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
+		     const struct tnode *tn, uid_t uid, gid_t gid)
+{
+	if (tn->kind == T_PENDING && !tn->serial)
+		return pending_chown(ctx, c, tn->node, uid, gid);
+	if (tn->kind != T_KEY && tn->kind != T_PENDING)
+		return -EPERM;
+	return BACKEND_CALL(ctx, chown, c, tn->serial, uid, gid);
+}
+
+/* truncate(2) with no open file: one update of the cut payload. */
+static int truncate_key(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
+			const struct tnode *tn, off_t size)
+{
+	struct handle *h = NULL;
+	int ret;
+
+	if (tn->kind != T_KEY && tn->kind != T_PENDING)
+		return -EPERM;
+	ret = handle_open_key(ctx, c, tn, O_RDWR, &h);
+	if (ret < 0)
+		return ret;
+	ret = handle_truncate(h, size);
+	if (ret == 0)
+		ret = handle_commit(ctx, h);
+	handle_free(h);
+	return ret;
+}
+
+void fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
+		int to_set, struct fuse_file_info *fi)
+{
+	struct keyfs_ctx *ctx = req_ctx(req);
+	struct req_cred rc;
+	const struct keyfs_cred *c = req_cred(req, &rc);
+	struct handle *h = fi ? (struct handle *)(uintptr_t)fi->fh : NULL;
+	struct stat st;
+	struct tnode tn;
+	int ret = tree_node(ctx, ino, &tn);
+
+	if (ret == 0 && (to_set & FUSE_SET_ATTR_MODE))
+		ret = set_mode(ctx, c, &tn, attr->st_mode);
+	if (ret == 0 && (to_set & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID)))
+		ret = set_owner(ctx, c, &tn,
+				to_set & FUSE_SET_ATTR_UID ? attr->st_uid : (uid_t)-1,
+				to_set & FUSE_SET_ATTR_GID ? attr->st_gid : (gid_t)-1);
+	if (ret == 0 && (to_set & FUSE_SET_ATTR_SIZE)) {
+		if (h && h->kind == H_KEY)
+			ret = handle_truncate(h, attr->st_size);
+		else
+			ret = truncate_key(ctx, c, &tn, attr->st_size);
+	}
+	/* Times are accepted: keys keep no times the kernel would take; a
+	 * pending entry still says who may touch it. */
+	if (ret == 0 && tn.kind == T_PENDING && !tn.serial &&
+	    (to_set & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME |
+		       FUSE_SET_ATTR_ATIME_NOW | FUSE_SET_ATTR_MTIME_NOW)))
+		ret = pending_set_times(ctx, c, tn.node);
+	if (ret < 0) {
+		fuse_reply_err(req, -ret);
+		return;
+	}
+	ret = attr_get(ctx, c, &tn, &st);
+	if (ret < 0) {
+		fuse_reply_err(req, -ret);
+		return;
+	}
+	/* An open file's size is its buffer's until the commit at close. */
+	if (h && h->kind == H_KEY)
+		st.st_size = (off_t)h->len;
+	fuse_reply_attr(req, &st, tn.kind == T_PENDING ? 0 : ctx->opts.attr_timeout);
+}
+
+static int open_control(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
+			const struct tnode *tn, int flags, struct handle **out)
+{
+	bool writable = ctl_files[tn->ctl].writable;
+	int acc = flags & O_ACCMODE;
+	struct handle *h;
+	int ret;
+
+	if (writable ? acc == O_RDONLY : acc != O_RDONLY)
+		return -EACCES;
+	h = handle_new(writable ? H_CONTROL : H_TEXT, tn->ino);
+	if (!h)
+		return -ENOMEM;
+	h->ctl = tn->ctl;
+	if (!writable) {
+		char *text = NULL;
+		size_t len = 0;
+
+		ret = control_read_alloc(ctx, c, tn->ctl, &text, &len);
+		if (ret < 0) {
+			handle_free(h);
+			return ret;
+		}
+		h->buf = (unsigned char *)text;
+		h->len = h->cap = len;
+	}
+	*out = h;
+	return 0;
+}
+
+void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct keyfs_ctx *ctx = req_ctx(req);
+	struct req_cred rc;
+	const struct keyfs_cred *c = req_cred(req, &rc);
+	struct handle *h = NULL;
+	struct tnode tn;
+	int ret = tree_node(ctx, ino, &tn);
+
+	if (ret == 0) {
+		if (tn.kind == T_KEY || tn.kind == T_PENDING)
+			ret = handle_open_key(ctx, c, &tn, fi->flags, &h);
+		else if (tn.kind == T_CTLFILE)
+			ret = open_control(ctx, c, &tn, fi->flags, &h);
+		else
+			ret = -EISDIR;
+	}
+	if (ret < 0) {
+		fuse_reply_err(req, -ret);
+		return;
+	}
+	fi->fh = (uintptr_t)h;
+	/* Reads come to keyfs every time: keys change behind the kernel's back. */
+	fi->direct_io = 1;
+	fi->keep_cache = 0;
+	fi->nonseekable = 0;
+	if (fuse_reply_open(req, fi) != 0)
+		handle_free(h);
+}
+
+void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+	     struct fuse_file_info *fi)
+{
+	struct handle *h = (struct handle *)(uintptr_t)fi->fh;
+	const void *data;
+	size_t n;
+
+	(void)ino;
+	if (h->kind != H_KEY && h->kind != H_TEXT) {
+		fuse_reply_err(req, EBADF);
+		return;
+	}
+	n = handle_read(h, off, size, &data);
+	fuse_reply_buf(req, data, n);
+}
+
+void fs_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
+	      size_t size, off_t off, struct fuse_file_info *fi)
+{
+	struct keyfs_ctx *ctx = req_ctx(req);
+	struct handle *h = (struct handle *)(uintptr_t)fi->fh;
+	struct req_cred rc;
+	ssize_t ret;
+
+	(void)ino;
+	if (h->kind == H_KEY) {
+		ret = handle_write(h, off, buf, size);
+	} else if (h->kind == H_CONTROL) {
+		ret = control_write(ctx, req_cred(req, &rc), h->ctl, buf, size);
+		if (ret == 0)
+			ret = (ssize_t)size;
+	} else {
+		ret = -EBADF;
+	}
+	if (ret < 0)
+		fuse_reply_err(req, (int)-ret);
+	else
+		fuse_reply_write(req, (size_t)ret);
+}
+
+/* Every write comes here (libfuse prefers write_buf to write): unlike
+ * write's const buffer, the bufvec is ours to change, so the payload libfuse
+ * read into its request buffer is wiped once fs_write has taken its copy. */
+void fs_write_buf(fuse_req_t req, fuse_ino_t ino,
+		  struct fuse_bufvec *bufv, off_t off,
+		  struct fuse_file_info *fi)
+{
+	size_t size = fuse_buf_size(bufv);
+	struct fuse_bufvec dst = FUSE_BUFVEC_INIT(size);
+	char *mem = NULL;
+	ssize_t n;
+
+	if (bufv->count == 1 && bufv->idx == 0 && bufv->off == 0 &&
+	    !(bufv->buf[0].flags & FUSE_BUF_IS_FD)) {
+		fs_write(req, ino, bufv->buf[0].mem, size, off, fi);
+		goto wipe;
+	}
+	/* Spliced or in pieces: one flat copy of our own, wiped too. */
+	mem = malloc(size ? size : 1);
+	if (!mem) {
+		fuse_reply_err(req, ENOMEM);
+		goto wipe;
+	}
+	dst.buf[0].mem = mem;
+	n = fuse_buf_copy(&dst, bufv, 0);
+	if (n < 0)
+		fuse_reply_err(req, (int)-n);
+	else
+		fs_write(req, ino, mem, (size_t)n, off, fi);
+	explicit_bzero(mem, size);
+	free(mem);
+wipe:
+	for (size_t i = 0; i < bufv->count; i++)
+		if (!(bufv->buf[i].flags & FUSE_BUF_IS_FD) && bufv->buf[i].mem)
+			explicit_bzero(bufv->buf[i].mem, bufv->buf[i].size);
+}
+
+/* Commit an open key file; the kernel's cached size is stale after. */
+static int commit(fuse_req_t req, struct handle *h)
+{
+	struct keyfs_ctx *ctx = req_ctx(req);
+	bool dirty = h->dirty;
+	int ret = handle_commit(ctx, h);
+
+	if (ret == 0 && dirty)
+		fs_key_changed(ctx, h->serial);
+	return ret;
+}
+
+void fs_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	int ret = commit(req, (struct handle *)(uintptr_t)fi->fh);
+
+	(void)ino;
+	fuse_reply_err(req, ret < 0 ? -ret : 0);
+}
+
+void fs_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
+	      struct fuse_file_info *fi)
+{
+	(void)datasync;
+	fs_flush(req, ino, fi);
+}
+
+void fs_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct handle *h = (struct handle *)(uintptr_t)fi->fh;
+
+	(void)ino;
+	/* Normally flush committed already; nobody hears an error here. */
+	commit(req, h);
+	handle_free(h);
+	fuse_reply_err(req, 0);
+}

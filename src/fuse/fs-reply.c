@@ -1,0 +1,122 @@
+/* fs-reply.c: what every handler starts and replies with: the request's context and caller, entry replies, and finding the keyring an entry is in. */
+#define FUSE_USE_VERSION 314
+#include <errno.h>
+#include <string.h>
+
+#include <fuse_lowlevel.h>
+
+#include "attr.h"
+#include "fs-ops.h"
+
+struct keyfs_ctx *req_ctx(fuse_req_t req)
+{
+	return fuse_req_userdata(req);
+}
+
+static void load_groups(struct keyfs_lazy_groups *g)
+{
+	int n = fuse_req_getgroups(g->arg, KEYFS_GROUPS_MAX, g->v);
+
+	g->n = n < 0 ? 0 : n > KEYFS_GROUPS_MAX ? KEYFS_GROUPS_MAX : n;
+}
+
+const struct keyfs_cred *req_cred(fuse_req_t req, struct req_cred *rc)
+{
+	const struct fuse_ctx *fc = fuse_req_ctx(req);
+
+	memset(&rc->c, 0, sizeof(rc->c));
+	rc->c.uid = fc->uid;
+	rc->c.gid = fc->gid;
+	rc->c.pid = fc->pid;
+	/* Supplementary groups come from /proc: only when a check needs them. */
+	rc->groups.loaded = false;
+	rc->groups.load = load_groups;
+	rc->groups.arg = req;
+	rc->c.lazy = &rc->groups;
+	return &rc->c;
+}
+
+/* Pending entries change identity when instantiated, so the kernel must
+ * not cache them; everything else follows the timeout options. */
+void fill_entry(struct keyfs_ctx *ctx, const struct tnode *tn,
+		const struct stat *st, struct fuse_entry_param *e)
+{
+	bool volatile_node = tn->kind == T_PENDING;
+
+	memset(e, 0, sizeof(*e));
+	e->ino = tn->ino;
+	e->attr = *st;
+	e->attr_timeout = volatile_node ? 0 : ctx->opts.attr_timeout;
+	e->entry_timeout = volatile_node ? 0 : ctx->opts.entry_timeout;
+}
+
+/* The kernel now holds one more reference to this inode. */
+void took_ref(struct keyfs_ctx *ctx, const struct tnode *tn)
+{
+	if (tn->node)
+		tn->node->nlookup++;
+	else if (tn->kind == T_KEY)
+		node_key_ref(ctx->nodes, tn->ino);
+}
+
+void reply_entry(fuse_req_t req, struct keyfs_ctx *ctx,
+		 const struct keyfs_cred *c, const struct tnode *tn)
+{
+	struct fuse_entry_param e;
+	struct stat st;
+	int ret = attr_get(ctx, c, tn, &st);
+
+	if (ret < 0) {
+		fuse_reply_err(req, -ret);
+		return;
+	}
+	fill_entry(ctx, tn, &st, &e);
+	if (fuse_reply_entry(req, &e) == 0)
+		took_ref(ctx, tn);
+}
+
+void fs_key_changed(struct keyfs_ctx *ctx, kserial_t serial)
+{
+	/* Offset -1: attributes only, no page-cache work that could wait on a
+	 * request this thread has yet to answer. */
+	if (ctx->se && serial)
+		fuse_lowlevel_notify_inval_inode(ctx->se, tree_ino(ctx, serial), -1, 0);
+}
+
+/* The keyring a directory inode is; -EPERM for keyfs's own directories,
+ * where nothing can be made or removed. */
+int parent_keyring(struct keyfs_ctx *ctx, fuse_ino_t parent,
+		   kserial_t *out)
+{
+	struct tnode pt;
+	int ret = tree_node(ctx, parent, &pt);
+
+	if (ret < 0)
+		return ret;
+	if (pt.kind != T_KEY)
+		return -EPERM;
+	*out = pt.serial;
+	return 0;
+}
+
+/* Find an entry of a keyring for removal or renaming. */
+int entry_of(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
+	     fuse_ino_t parent, const char *name, kserial_t *keyring,
+	     struct tnode *tn)
+{
+	int ret = parent_keyring(ctx, parent, keyring);
+
+	if (ret == 0)
+		ret = tree_lookup(ctx, c, parent, name, tn);
+	if (ret == 0 && tn->kind != T_KEY && tn->kind != T_PENDING)
+		ret = -EPERM;
+	return ret;
+}
+
+bool is_keyring(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
+		const struct tnode *tn)
+{
+	struct key_info ki;
+
+	return attr_key_info(ctx, c, tn, &ki) == 0 && keyfs_is_keyring_type(ki.type);
+}

@@ -1,0 +1,73 @@
+/* fs.c: the FUSE ops table (its handlers in fs-entry.c, fs-rename.c, fs-file.c, fs-dir.c) and starting the session. */
+#define FUSE_USE_VERSION 314
+#include <stdio.h>
+
+#include "attr.h"
+#include "fs-ops.h"
+#include "tree.h"
+
+static void fs_init(void *userdata, struct fuse_conn_info *conn)
+{
+	(void)userdata;
+	/* O_TRUNC arrives with open, so "echo x > key" is one update. */
+	if (conn->capable & FUSE_CAP_ATOMIC_O_TRUNC)
+		conn->want |= FUSE_CAP_ATOMIC_O_TRUNC;
+	conn->want &= ~FUSE_CAP_READDIRPLUS_AUTO;
+}
+
+static const struct fuse_lowlevel_ops keyfs_ll_ops = {
+	.init = fs_init,
+	.lookup = fs_lookup,
+	.forget = fs_forget,
+	.forget_multi = fs_forget_multi,
+	.getattr = fs_getattr,
+	.setattr = fs_setattr,
+	.readlink = fs_readlink,
+	.mknod = fs_mknod,
+	.mkdir = fs_mkdir,
+	.unlink = fs_unlink,
+	.rmdir = fs_rmdir,
+	.symlink = fs_symlink,
+	.rename = fs_rename,
+	.link = fs_link,
+	.open = fs_open,
+	.read = fs_read,
+	.write = fs_write,
+	.write_buf = fs_write_buf,
+	.flush = fs_flush,
+	.release = fs_release,
+	.fsync = fs_fsync,
+	.opendir = fs_opendir,
+	.readdir = fs_readdir,
+	.readdirplus = fs_readdirplus,
+	.releasedir = fs_releasedir,
+	.statfs = fs_statfs,
+	.setxattr = fs_setxattr,
+	.getxattr = fs_getxattr,
+	.listxattr = fs_listxattr,
+	.removexattr = fs_removexattr,
+	.access = fs_access,
+	.create = fs_create,
+};
+
+void fs_print_help(void)
+{
+	printf("libfuse options:\n");
+	fuse_cmdline_help();
+	fuse_lowlevel_help();
+}
+
+void fs_print_version(void)
+{
+	printf("keyfs version %s\n", KEYFS_VERSION);
+	printf("FUSE library version %s\n", fuse_pkgversion());
+}
+
+int fs_run(struct keyfs_ctx *ctx, struct fuse_args *args,
+	   int (*after_daemon)(struct keyfs_ctx *ctx))
+{
+	/* The files the glue drives tell it of changes through these. */
+	ctx->events.key_changed = fs_key_changed;
+	ctx->events.forget_name = fs_forget_name;
+	return fs_loop_run(ctx, args, &keyfs_ll_ops, after_daemon);
+}
