@@ -92,6 +92,23 @@ static int load_payload(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 	return ret;
 }
 
+/* What opening a key in this state answers, as keyctl_read would: a dead
+ * key is described (and listed) but cannot be opened. */
+static int state_err(enum key_state state)
+{
+	switch (state) {
+	case KEY_STATE_REVOKED:
+		return -EKEYREVOKED;
+	case KEY_STATE_EXPIRED:
+		return -EKEYEXPIRED;
+	case KEY_STATE_NEGATIVE:
+	case KEY_STATE_INVALIDATED:
+		return -ENOKEY;
+	default:
+		return 0;
+	}
+}
+
 int handle_open_key(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 		    const struct tnode *tn, int flags, struct handle **out)
 {
@@ -136,20 +153,9 @@ int handle_open_key(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 		goto fail;
 	h->max = ti.max_payload;
 	h->append = flags & O_APPEND;
-	switch (ki->state) {
-	case KEY_STATE_REVOKED:
-		ret = -EKEYREVOKED;
+	ret = state_err(ki->state);
+	if (ret < 0)
 		goto fail;
-	case KEY_STATE_EXPIRED:
-		ret = -EKEYEXPIRED;
-		goto fail;
-	case KEY_STATE_NEGATIVE:
-	case KEY_STATE_INVALIDATED:
-		ret = -ENOKEY;
-		goto fail;
-	default:
-		break;
-	}
 	if (h->serial && (flags & O_TRUNC) && acc != O_RDONLY) {
 		h->dirty = true;	/* committing nothing would not truncate */
 	} else if (h->serial) {
