@@ -39,6 +39,9 @@ static int kernel_init(struct keyfs_backend **bp,
 	b->uid = cfg->uid;
 	b->gid = cfg->gid;
 	b->cache_timeout = cfg->cache_timeout;
+	b->unlock = cfg->unlock;
+	b->relock = cfg->relock;
+	b->lock_arg = cfg->lock_arg;
 	b->own_fsuid = (uid_t)setfsuid((uid_t)-1);
 	b->own_fsgid = (gid_t)setfsgid((gid_t)-1);
 	n = getgroups(0, NULL);

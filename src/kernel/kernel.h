@@ -93,6 +93,9 @@ struct keyfs_backend {
 	uid_t uid;			/* the mounter */
 	gid_t gid;
 	double cache_timeout;
+	/* backend_config's: given up while request_key(2) waits on a callout */
+	void (*unlock)(void *), (*relock)(void *);
+	void *lock_arg;
 	uid_t own_fsuid;		/* the daemon's, restored after a caller's call */
 	gid_t own_fsgid;
 	gid_t *own_groups;

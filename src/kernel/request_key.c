@@ -43,6 +43,11 @@ static int request_common(struct keyfs_backend *b, const struct keyfs_cred *c,
 		ret = kkey_check(b, c, dest, KEYFS_PERM_WRITE, 0);
 	if (ret < 0)
 		return ret;
+	/* With a callout the kernel runs request-key(8) and waits for it, for
+	 * as long as it takes: other requests go on meanwhile.  Nothing below
+	 * touches the backend's caches until the lock is back. */
+	if (callout && b->unlock)
+		b->unlock(b->lock_arg);
 	if (is_mounter(b, c)) {
 		s = request_key(type, desc, callout, dest);
 		if (s < 0)
@@ -51,6 +56,8 @@ static int request_common(struct keyfs_backend *b, const struct keyfs_cred *c,
 		stranger_tops(st.tops);
 		s = stranger_call(c, &st);
 	}
+	if (callout && b->relock)
+		b->relock(b->lock_arg);
 	ret = s < 0 ? (int)s : 0;
 	/* a failed construction may still link a negative key into dest */
 	if (ret < 0 && dest)
