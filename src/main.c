@@ -10,6 +10,7 @@
 #include <fuse_opt.h>
 
 #include "ctx.h"
+#include "secmem.h"
 #include "fs.h"
 #include "node.h"
 #include "specials.h"
@@ -121,6 +122,18 @@ static int add_mount_names(struct fuse_args *args, const struct keyfs_opts *o)
 	return fuse_opt_add_arg(args, opt) == 0 ? 0 : -ENOMEM;
 }
 
+/* Payload memory (secmem.h) is locked against swap where RLIMIT_MEMLOCK
+ * allows; say so once when it does not. */
+static void warn_unlocked_payloads(void)
+{
+	void *probe = secmem_alloc(1);
+
+	if (probe && !secmem_all_locked())
+		fprintf(stderr, "keyfs: warning: payload memory cannot be locked "
+			"against swap (RLIMIT_MEMLOCK): secrets may be written to swap\n");
+	secmem_free(probe);
+}
+
 int main(int argc, char *argv[])
 {
 	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
@@ -130,6 +143,7 @@ int main(int argc, char *argv[])
 	/* No core dump and no ptrace by other users: the daemon's memory
 	 * holds payloads.  First, before any is read. */
 	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+	warn_unlocked_payloads();
 	memset(&ctx, 0, sizeof(ctx));
 	ctx.store_lock = -1;
 	ctx.mounter.uid = getuid();
