@@ -9,6 +9,7 @@
 #include "handle.h"
 #include "keytype.h"
 #include "pending.h"
+#include "secmem.h"
 #include "perm.h"
 
 struct handle *handle_new(enum handle_kind kind, uint64_t ino)
@@ -24,7 +25,11 @@ struct handle *handle_new(enum handle_kind kind, uint64_t ino)
 
 static void wipe_buf(struct handle *h)
 {
-	if (h->buf) {
+	/* A key's buffer comes from secmem (reserve); a control file's text
+	 * from malloc. */
+	if (h->buf && h->kind == H_KEY) {
+		secmem_free(h->buf);
+	} else if (h->buf) {
 		explicit_bzero(h->buf, h->cap);
 		free(h->buf);
 	}
@@ -56,13 +61,12 @@ static int reserve(struct handle *h, size_t want)
 		cap *= 2;
 	if (cap > h->max)
 		cap = h->max;
-	nb = calloc(1, cap);
+	nb = secmem_alloc(cap);
 	if (!nb)
 		return -ENOMEM;
 	if (h->buf) {
 		memcpy(nb, h->buf, h->len);
-		explicit_bzero(h->buf, h->cap);
-		free(h->buf);
+		secmem_free(h->buf);	/* wipes */
 	}
 	h->buf = nb;
 	h->cap = cap;

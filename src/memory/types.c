@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "hash.h"
+#include "secmem.h"
 #include "memory.h"
 
 /* ---- payload types: user, logon, big_key ---- */
@@ -16,7 +17,7 @@ static int payload_preparse(struct mkey_prep *prep, const void *data,
 		return -EINVAL;
 	if (len > max)
 		return -EFBIG;
-	prep->data = malloc(len);
+	prep->data = secmem_alloc(len);	/* becomes key->payload */
 	if (!prep->data)
 		return -ENOMEM;
 	memcpy(prep->data, data, len);
@@ -38,20 +39,14 @@ static int big_key_preparse(struct mkey_prep *prep, const void *data,
 
 static void payload_free_preparse(struct mkey_prep *prep)
 {
-	if (prep->data) {
-		explicit_bzero(prep->data, prep->len);
-		free(prep->data);
-	}
+	secmem_free(prep->data);	/* wipes */
 	prep->data = NULL;
 	prep->len = 0;
 }
 
 static void payload_wipe(struct mkey *key)
 {
-	if (key->payload) {
-		explicit_bzero(key->payload, key->len);
-		free(key->payload);
-	}
+	secmem_free(key->payload);	/* wipes */
 	key->payload = NULL;
 	key->len = 0;
 	key->datalen = 0;
