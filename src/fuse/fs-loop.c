@@ -31,6 +31,18 @@
  * another worker inherits keyfs's own credentials.  The kernel keeps the
  * process keyring per thread too: keyfs makes it (after_daemon) before
  * the first worker starts, so every worker inherits the same one.
+ *
+ * Why one mutex and not a lock read-only requests share: no read path is
+ * free of writes yet.  The memory backend's every operation starts with
+ * its gc and ends with a reap (mem_begin, mem_end_read), and its searches
+ * and cycle checks mark keys (walk_stamp) as they go; the FUSE layer's
+ * lookup counts the kernel's references in the node table (node_key_ref)
+ * and prunes its pending list; open and read fill and move handles.  Each
+ * would need a lock of its own first, in both backends and here.  What
+ * the lock costs parallel readers today is only the daemon's own share of
+ * a request (small next to the round trips, which run in parallel on the
+ * workers), now that the memory backend keeps no possession cache that
+ * one caller's request throws away for the next.
  */
 
 void fs_lock_take(void *arg)

@@ -21,6 +21,12 @@ struct node_table {
 	struct node *bucket[NODE_BUCKETS];
 	struct keyref *keyref[KEYREF_BUCKETS];
 	struct node *all;	/* every node, for the per-keyring walks */
+	/* The pending nodes that may still be live, so that looking a name up
+	 * does not walk every node: an instantiated entry stays in the table
+	 * as long as the kernel holds its inode (100,000 creates leave 100,000
+	 * of them).  A node leaves this list once it is no longer live, which
+	 * it never becomes again; the walks below drop such nodes. */
+	struct node *pending;
 	uint64_t next_ino;
 };
 
@@ -99,6 +105,10 @@ struct node *node_new(struct node_table *t, enum node_kind kind,
 	}
 	n->ino = t->next_ino++;
 	node_hash(t, n);
+	if (kind == NODE_PENDING) {
+		n->pnext = t->pending;
+		t->pending = n;
+	}
 	return n;
 }
 
@@ -181,10 +191,16 @@ void node_renamed(struct node_table *t, uint64_t ino, kserial_t from,
 struct node *node_find_pending(struct node_table *t, kserial_t parent,
 			       const char *type, const char *desc)
 {
-	for (struct node *n = t->all; n; n = n->lnext)
-		if (node_pending_live(n) && n->parent == parent &&
-		    strcmp(n->type, type) == 0 && strcmp(n->desc, desc) == 0)
+	for (struct node **pp = &t->pending, *n; (n = *pp);) {
+		if (!node_pending_live(n)) {
+			*pp = n->pnext;		/* instantiated or unlinked */
+			continue;
+		}
+		if (n->parent == parent && strcmp(n->type, type) == 0 &&
+		    strcmp(n->desc, desc) == 0)
 			return n;
+		pp = &n->pnext;
+	}
 	return NULL;
 }
 
@@ -199,7 +215,7 @@ struct node *node_find_searchtype(struct node_table *t, const char *type)
 void node_for_each_pending(struct node_table *t, kserial_t parent,
 			   void (*fn)(struct node *n, void *arg), void *arg)
 {
-	for (struct node *n = t->all; n; n = n->lnext)
+	for (struct node *n = t->pending; n; n = n->pnext)
 		if (node_pending_live(n) && n->parent == parent)
 			fn(n, arg);
 }
@@ -216,6 +232,12 @@ static void node_unhash(struct node_table *t, struct node *n)
 	for (pp = &t->all; *pp; pp = &(*pp)->lnext)
 		if (*pp == n) {
 			*pp = n->lnext;
+			break;
+		}
+	for (pp = &t->pending; n->kind == NODE_PENDING && *pp;
+	     pp = &(*pp)->pnext)
+		if (*pp == n) {
+			*pp = n->pnext;
 			break;
 		}
 }

@@ -44,5 +44,4 @@ void mem_gc(struct keyfs_backend *b)
 			mem_key_unref(b, k);
 		}
 	mem_reap(b);
-	b->gen++;
 }

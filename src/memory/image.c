@@ -392,6 +392,5 @@ int mem_model_revert(struct keyfs_backend *b)
 			b->next_serial = next;
 	}
 	mem_model_free(&tmp);
-	b->gen++;
 	return ret;
 }

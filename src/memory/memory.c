@@ -105,9 +105,7 @@ static void key_info_fill(struct keyfs_backend *b, const struct keyfs_cred *c,
 	ki->size = !k->type->read ? 0 : k->ring ?
 		   k->ring->nlinks * sizeof(kserial_t) : k->len;
 	if (k->ring) {
-		ki->nlink = 2;
-		for (size_t i = 0; i < k->ring->nlinks; i++)
-			ki->nlink += mem_is_keyring(k->ring->links[i]);
+		ki->nlink = 2 + (unsigned)k->ring->nrings;
 	} else {
 		ki->nlink = k->nparents ? (unsigned)k->nparents : 1;
 	}

@@ -96,6 +96,8 @@ struct mkey_type {
 struct mring {
 	struct mkey **links;
 	size_t nlinks, cap;
+	size_t nrings;		/* how many of the links are keyrings: the
+				 * directory's link count, kept, not counted */
 	struct mkey **index;	/* open addressing, linear probing; NULL: free */
 	size_t icap;		/* a power of two, at least twice nlinks */
 	bool restricted;	/* restrict_keyring() without a type: no links */
@@ -134,7 +136,6 @@ struct mkey {
 	bool on_dead;
 	struct mkey *qnext;	/* traversal queue */
 	unsigned long walk_stamp;	/* marks of the backend's traversals */
-	unsigned long poss_stamp;	/* possessed in the current op */
 	int walk_depth;
 };
 
@@ -171,12 +172,7 @@ struct keyfs_backend {
 	unsigned long maxkeys, maxbytes, root_maxkeys, root_maxbytes;
 	unsigned gc_delay, persistent_expiry;
 
-	unsigned long gen;		/* counts changes that may move possession */
 	unsigned long stamp;		/* counts traversals */
-	unsigned long poss_gen;		/* the gen possession marks are for */
-	unsigned long poss_stamp;
-	gid_t poss_gid;			/* and the caller they were made for */
-	pid_t poss_pid;
 
 	struct store_image snap;	/* with a store: what it holds */
 };
@@ -407,11 +403,11 @@ void mem_begin(struct keyfs_backend *b);
  * with a store, save; if saving fails the model goes back to what the
  * store holds and the save's -errno is returned. */
 int mem_commit(struct keyfs_backend *b);
-/* End an operation that failed after mem_begin: reap, nothing saved; the
- * model may have changed, so possession is worked out again. */
+/* End an operation that failed after mem_begin: reap, nothing saved. */
 void mem_end(struct keyfs_backend *b);
 /* End an operation that only looked (describe, read, list, find, search):
- * it changed nothing that possession depends on. */
+ * the same as mem_end (possession is kept nowhere, so neither has anything
+ * to forget); a separate name so a reader sees which operations change. */
 void mem_end_read(struct keyfs_backend *b);
 
 /* ---- process_keys.c: the special keyrings, lookup by id ---- */

@@ -9,81 +9,102 @@
 
 /* ---- possession ---- */
 
-static void enqueue(struct mkey **head, struct mkey **tail, struct mkey *k,
-		    unsigned long stamp, int depth)
+/* A keyring a possession path may pass through: searchable (as possessed,
+ * since the path makes it so) and still holding its links. */
+static bool poss_passable(const struct keyfs_cred *c, const struct mkey *k)
 {
-	k->walk_stamp = stamp;
-	k->walk_depth = depth;
-	k->qnext = NULL;
-	if (*tail)
-		(*tail)->qnext = k;
-	else
-		*head = k;
-	*tail = k;
+	return !k->revoked && k->ring && mem_search_ok(c, k, true);
+}
+
+/* The keyrings met on the way up, level by level; most walks fit in buf. */
+#define POSS_BUF	32
+struct poss_set {
+	struct mkey *buf[POSS_BUF];
+	struct mkey **keys;
+	size_t n, cap;
+	bool failed;
+};
+
+/* Has set[0..n) k already? */
+static bool poss_seen(struct mkey *const *set, size_t n, const struct mkey *k)
+{
+	for (size_t i = 0; i < n; i++)
+		if (set[i] == k)
+			return true;
+	return false;
+}
+
+/* Add from's passable parents not yet in the set; true when one is a top
+ * (the search ends), false also when memory runs out (not possessed, which
+ * only ever refuses). */
+static bool poss_climb(struct keyfs_backend *b, const struct keyfs_cred *c,
+		       const struct mkey *from, struct poss_set *s)
+{
+	for (size_t p = 0; p < from->nparents; p++) {
+		struct mkey *up = from->parents[p];
+
+		if (!poss_passable(c, up) || poss_seen(s->keys, s->n, up))
+			continue;
+		if (up == b->process || up == b->session)
+			return true;
+		if (s->n == s->cap) {
+			struct mkey **more = malloc(2 * s->cap * sizeof(*more));
+
+			if (!more) {
+				s->failed = true;
+				return false;
+			}
+			memcpy(more, s->keys, s->n * sizeof(*more));
+			if (s->keys != s->buf)
+				free(s->keys);
+			s->keys = more;
+			s->cap *= 2;
+		}
+		s->keys[s->n++] = up;
+	}
+	return false;
 }
 
 /*
- * Mark what the caller possesses, as search_process_keyrings() would find
- * it: the process and session keyrings if searchable, and every key with
- * search permission in a keyring reached through searchable, unrevoked
- * keyrings, no more than KEYFS_NEST_MAX levels down.  Breadth first, so a
- * keyring is expanded at the shallowest depth it is reached.
+ * Does the caller possess key, as search_process_keyrings() would find it?
+ * The kernel walks down from the process and session keyrings through
+ * searchable, unrevoked keyrings, no more than KEYFS_NEST_MAX levels, and
+ * every key with search permission it meets is possessed.  Walking that
+ * down for every request costs every reachable key, and a cache of the
+ * result goes stale with every change (each create re-walked 100,000 keys)
+ * and serves one caller at a time.  So the same question is asked upwards:
+ * breadth first from key through its parents (a handful: keys are rarely
+ * linked far from a top) to a top within KEYFS_NEST_MAX + 1 links.  The
+ * shortest such path is the one the kernel's breadth-first walk takes, so
+ * the answers are the same; nothing is kept, so nothing goes stale, any
+ * number of callers can ask, and the walk writes nothing in the model.
  */
-static void possession_mark(struct keyfs_backend *b, const struct keyfs_cred *c)
-{
-	struct mkey *tops[] = { b->process, b->session };
-	struct mkey *head = NULL, *tail = NULL;
-	unsigned long stamp = ++b->stamp;
-
-	b->poss_gen = b->gen;
-	b->poss_gid = c->gid;
-	b->poss_pid = c->pid;
-	b->poss_stamp = stamp;
-	if (c->uid != b->uid)
-		return;
-	for (size_t i = 0; i < 2; i++) {
-		struct mkey *t = tops[i];
-
-		if (!t || !mem_search_ok(c, t, true) || t->walk_stamp == stamp)
-			continue;
-		t->poss_stamp = stamp;
-		enqueue(&head, &tail, t, stamp, 0);
-	}
-	while (head) {
-		struct mkey *k = head;
-
-		head = k->qnext;
-		if (!head)
-			tail = NULL;
-		if (k->revoked || !k->ring)
-			continue;
-		for (size_t i = 0; i < k->ring->nlinks; i++) {
-			struct mkey *ch = k->ring->links[i];
-
-			if (!mem_search_ok(c, ch, true))
-				continue;
-			ch->poss_stamp = stamp;
-			if (mem_is_keyring(ch) && k->walk_depth < KEYFS_NEST_MAX &&
-			    ch->walk_stamp != stamp)
-				enqueue(&head, &tail, ch, stamp, k->walk_depth + 1);
-		}
-	}
-}
-
 bool mem_possessed(struct keyfs_backend *b, const struct keyfs_cred *c,
 		   struct mkey *key)
 {
-	if (c->uid != b->uid)
+	struct poss_set s = { .cap = POSS_BUF };
+	bool found;
+	size_t lo = 0;
+
+	if (c->uid != b->uid || !mem_search_ok(c, key, true))
 		return false;
-	/* Marks hold until the graph or permissions change, for one process:
-	 * recomputing them for every operation made each lookup walk every
-	 * reachable key.  A process's groups (which a search through the group
-	 * class depends on) are taken as fixed while it keeps calling; reading
-	 * them for every request would cost as much as the request. */
-	if (b->poss_gen != b->gen || b->poss_gid != c->gid ||
-	    b->poss_pid != c->pid)
-		possession_mark(b, c);
-	return key->poss_stamp == b->poss_stamp;
+	if (key == b->process || key == b->session)
+		return true;
+	s.keys = s.buf;
+	/* A top among key's parents is depth 0; one reached from the set's
+	 * level d is d + 1 above key's parent, and must be <= NEST_MAX. */
+	found = poss_climb(b, c, key, &s);
+	for (int depth = 1; depth <= KEYFS_NEST_MAX && !found && !s.failed &&
+	     lo < s.n; depth++) {
+		size_t hi = s.n;
+
+		for (size_t i = lo; i < hi && !found && !s.failed; i++)
+			found = poss_climb(b, c, s.keys[i], &s);
+		lo = hi;
+	}
+	if (s.keys != s.buf)
+		free(s.keys);
+	return found;
 }
 
 int mem_key_perm(struct keyfs_backend *b, const struct keyfs_cred *c,

@@ -316,7 +316,9 @@ struct mkey *mring_link(struct mkey *keyring, struct mkey *child)
 		return NULL;
 	r->index[slot] = child;
 	child->parents[child->nparents++] = keyring;
+	r->nrings += mem_is_keyring(child);
 	if (old) {
+		r->nrings -= mem_is_keyring(old);
 		/* Displace in place, as the kernel's assoc_array replaces
 		 * the leaf: the new key takes the old one's position. */
 		for (size_t i = 0; i < r->nlinks; i++)
@@ -343,6 +345,7 @@ bool mring_unlink(struct mkey *keyring, struct mkey *child)
 	if (r->index[slot] != child)
 		return false;
 	index_delete(r, slot);
+	r->nrings -= mem_is_keyring(child);
 	for (size_t i = 0; i < r->nlinks; i++)
 		if (r->links[i] == child) {
 			memmove(&r->links[i], &r->links[i + 1],
@@ -366,6 +369,7 @@ void mring_clear(struct keyfs_backend *b, struct mkey *keyring)
 		mem_key_unref(b, r->links[i]);
 	}
 	r->nlinks = 0;
+	r->nrings = 0;
 	if (r->index)
 		memset(r->index, 0, r->icap * sizeof(*r->index));
 	keyring->datalen = 0;
