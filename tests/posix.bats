@@ -134,3 +134,20 @@ print(open(p).read())
 	echo v >"$MNT/session/ring/k"
 	assert_equal "$(cat "$MNT/session/ring/k")" v
 }
+
+@test "a second user who owns a keyring renames its key in it to a new name" {
+	need_u2
+	mkdir "$MNT/session/ring"
+	echo v >"$MNT/session/ring/k"
+	xset perm 0x3f3f0000 "$MNT/session/ring/k"
+	xset perm 0x3f3f0000 "$MNT/session/ring"
+	chown "$U2UID:$U2GID" "$MNT/session/ring/k" "$MNT/session/ring"
+	run as2_errno rename "$MNT/session/ring/k" "$MNT/session/ring/k2"
+	assert_output OK
+	run kerrno stat "$MNT/session/ring/k"
+	assert_output ENOENT
+	assert_equal "$(cat "$MNT/session/ring/k2")" v
+	assert_equal "$(stat -c %u "$MNT/session/ring/k2")" "$U2UID"
+	# the new key keeps add_key's permission: the owner could not set it
+	assert_equal "$(xget perm "$MNT/session/ring/k2")" 0x3f010000
+}
