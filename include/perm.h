@@ -40,7 +40,9 @@ int perm_chown_allowed(const struct keyfs_cred *c, uid_t kuid, gid_t kgid,
 mode_t perm_to_mode(uint32_t perm);
 
 /* chmod: set read/write/search of each class from mode (the owner class
- * sets both possessor and user), keeping view, link and setattr. */
+ * sets both possessor and user), keeping view, link and setattr; the
+ * possessor's search is added by x but never removed, so the key stays
+ * possessed. */
 uint32_t perm_from_mode(uint32_t perm, mode_t mode);
 
 #endif

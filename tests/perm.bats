@@ -64,17 +64,18 @@ newkey()
 	ino "$MNT/session/$1"
 }
 
-@test "chmod 640 on a key with perm 0x3f010000 gives 0x37070200" {
+@test "chmod 640 on a key with perm 0x3f010000 gives 0x3f070200" {
 	echo v >"$MNT/session/k"
 	assert_equal "$(xget perm "$MNT/session/k")" 0x3f010000
 	assert_equal "$(stat -c %a "$MNT/session/k")" 700
 	chmod 640 "$MNT/session/k"
-	# owner rw-: possessor and user get read|write, keep view/link/setattr
-	# and lose search; group r--: read only; other nothing.
-	assert_equal "$(xget perm "$MNT/session/k")" 0x37070200
-	assert_equal "$(stat -c %a "$MNT/session/k")" 640
+	# owner rw-: possessor and user get read|write, keep view/link/setattr,
+	# the possessor keeps search (the key stays possessed); group r--:
+	# read only; other nothing.
+	assert_equal "$(xget perm "$MNT/session/k")" 0x3f070200
+	assert_equal "$(stat -c %a "$MNT/session/k")" 740
 	if [[ $KEYFS_BACKEND == kernel ]]; then
-		assert_equal "$(kperm "$(ino "$MNT/session/k")")" 37070200
+		assert_equal "$(kperm "$(ino "$MNT/session/k")")" 3f070200
 	fi
 }
 
@@ -82,12 +83,12 @@ newkey()
 	echo v >"$MNT/session/k"
 	xset perm 0x3f3f3f3f "$MNT/session/k"
 	chmod 000 "$MNT/session/k"
-	assert_equal "$(xget perm "$MNT/session/k")" 0x31313131
-	assert_equal "$(stat -c %a "$MNT/session/k")" 0
+	assert_equal "$(xget perm "$MNT/session/k")" 0x39313131
+	assert_equal "$(stat -c %a "$MNT/session/k")" 100
 	chmod 777 "$MNT/session/k"
 	assert_equal "$(xget perm "$MNT/session/k")" 0x3f3f3f3f
 	chmod 421 "$MNT/session/k"
-	assert_equal "$(xget perm "$MNT/session/k")" 0x33333539
+	assert_equal "$(xget perm "$MNT/session/k")" 0x3b333539
 }
 
 @test "chmod on a keyring" {

@@ -27,6 +27,11 @@ void fs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	(void)fi;	/* fstat(2) comes without it: open files are found by inode */
 	if (ret == 0)
 		ret = attr_get(ctx, c, &tn, &st);
+	/* Written data not yet committed is the file's size, as on any file
+	 * system: fstat and lseek(SEEK_END) must see it. */
+	for (h = ctx->open_keys; ret == 0 && h; h = h->next_open)
+		if (h->ino == ino && h->kind == H_KEY && h->dirty)
+			st.st_size = (off_t)h->len;
 	/* An open file outlives its key, as an unlinked file does. */
 	if (ret < 0 && (h = handle_find_open(ctx, ino)) != NULL) {
 		st = h->st;
@@ -82,6 +87,19 @@ static int truncate_key(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 	return ret;
 }
 
+/* What a setattr asked for, put into attributes read before it. */
+static void setattr_applied(struct stat *st, const struct stat *attr, int to_set)
+{
+	if (to_set & FUSE_SET_ATTR_MODE)
+		st->st_mode = (st->st_mode & S_IFMT) | (attr->st_mode & 07777);
+	if (to_set & FUSE_SET_ATTR_UID)
+		st->st_uid = attr->st_uid;
+	if (to_set & FUSE_SET_ATTR_GID)
+		st->st_gid = attr->st_gid;
+	if (to_set & FUSE_SET_ATTR_SIZE)
+		st->st_size = attr->st_size;
+}
+
 void fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 		int to_set, struct fuse_file_info *fi)
 {
@@ -89,9 +107,11 @@ void fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 	struct req_cred rc;
 	const struct keyfs_cred *c = req_cred(req, &rc);
 	struct handle *h = fi ? (struct handle *)(uintptr_t)fi->fh : NULL;
-	struct stat st;
+	struct stat st, before;
 	struct tnode tn;
 	int ret = tree_node(ctx, ino, &tn);
+	bool known = ret == 0 && attr_get(ctx, c, &tn, &before) == 0;
+	double timeout = tn.kind == T_PENDING ? 0 : ctx->opts.attr_timeout;
 
 	if (ret == 0 && (to_set & FUSE_SET_ATTR_MODE))
 		ret = set_mode(ctx, c, &tn, attr->st_mode);
@@ -116,6 +136,14 @@ void fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 		return;
 	}
 	ret = attr_get(ctx, c, &tn, &st);
+	/* The change is made: a caller it took the view from is still told
+	 * so, with the attributes it asked for on what it saw before. */
+	if (ret < 0 && known) {
+		setattr_applied(&before, attr, to_set);
+		st = before;
+		timeout = 0;
+		ret = 0;
+	}
 	if (ret < 0) {
 		fuse_reply_err(req, -ret);
 		return;
@@ -123,7 +151,7 @@ void fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 	/* An open file's size is its buffer's until the commit at close. */
 	if (h && h->kind == H_KEY)
 		st.st_size = (off_t)h->len;
-	fuse_reply_attr(req, &st, tn.kind == T_PENDING ? 0 : ctx->opts.attr_timeout);
+	fuse_reply_attr(req, &st, timeout);
 }
 
 static int open_control(struct keyfs_ctx *ctx, const struct keyfs_cred *c,

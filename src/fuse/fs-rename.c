@@ -46,10 +46,19 @@ static int check_own_name(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 	return ret;
 }
 
-/* Give a key a rename made what the source had: expiry, owner (as far as
- * the caller may: like mv(1), a caller who may not chown keeps the key as
- * its own) and, last, since it may take the caller's own rights away, the
- * permission. */
+/* A change the caller may not make (no setattr on the new key: a
+ * non-possessor owner holds only the user class) is left out, as mv(1)
+ * leaves out what it may not copy. */
+static int unless_refused(int ret)
+{
+	return ret == -EACCES || ret == -EPERM ? 0 : ret;
+}
+
+/* Give a key a rename made what the source had, as far as the caller may
+ * set it: expiry, owner (like mv(1), a caller who may not chown keeps the
+ * key as its own) and, last, since it may take the caller's own rights
+ * away, the permission.  What the caller may not set stays as add_key(2)
+ * made it. */
 static int carry_attrs(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 		       kserial_t key, const struct key_info *from)
 {
@@ -57,17 +66,16 @@ static int carry_attrs(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 	int ret = 0;
 
 	if (from->expiry)
-		ret = BACKEND_CALL(ctx, set_timeout, c, key,
-				   from->expiry > now ? (unsigned)(from->expiry - now) : 1);
+		ret = unless_refused(BACKEND_CALL(ctx, set_timeout, c, key,
+				   from->expiry > now ? (unsigned)(from->expiry - now) : 1));
 	if (ret == 0 && (from->uid != c->uid || from->gid != c->gid)) {
 		ret = BACKEND_CALL(ctx, chown, c, key, from->uid, from->gid);
 		if ((ret == -EACCES || ret == -EPERM) && from->gid != c->gid)
 			ret = BACKEND_CALL(ctx, chown, c, key, (uid_t)-1, from->gid);
-		if (ret == -EACCES || ret == -EPERM)
-			ret = 0;
+		ret = unless_refused(ret);
 	}
 	if (ret == 0)
-		ret = BACKEND_CALL(ctx, setperm, c, key, from->perm);
+		ret = unless_refused(BACKEND_CALL(ctx, setperm, c, key, from->perm));
 	return ret;
 }
 

@@ -133,8 +133,16 @@ mode_t perm_to_mode(uint32_t perm)
 uint32_t perm_from_mode(uint32_t perm, mode_t mode)
 {
 	const uint32_t rws = KEYFS_PERM_READ | KEYFS_PERM_WRITE | KEYFS_PERM_SEARCH;
+	const uint32_t rw = KEYFS_PERM_READ | KEYFS_PERM_WRITE;
 	uint32_t owner = mode_to_class(mode, 6);
-	uint32_t keep = ~(rws << KEYFS_POS_SHIFT | rws << KEYFS_USR_SHIFT |
+	/*
+	 * The possessor's search is never taken away: it is what makes the
+	 * key possessed (the kernel's possession search needs it), and a
+	 * possessor that loses it loses setattr with it, so `chmod 600`
+	 * would lock the key for good.  Mode bits say who may read and
+	 * write; x adds the possessor's search but never removes it.
+	 */
+	uint32_t keep = ~(rw << KEYFS_POS_SHIFT | rws << KEYFS_USR_SHIFT |
 			  rws << KEYFS_GRP_SHIFT | rws << KEYFS_OTH_SHIFT);
 
 	return (perm & keep) |

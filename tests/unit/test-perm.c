@@ -105,10 +105,16 @@ static void test_mode(void)
 	is_int(perm_to_mode(0x00000006), 0006, "other rw");
 	is_int(perm_to_mode(0x08000000), 0100, "possessor search shows owner x");
 
-	is_int(perm_from_mode(0x3f010000, 0640), 0x37070200,
+	is_int(perm_from_mode(0x3f010000, 0640), 0x3f070200,
 	       "chmod 640 sets rw for possessor and user, r for group");
-	is_int(perm_from_mode(0x3f3f3f3f, 0000), 0x31313131,
-	       "chmod 000 keeps view, link and setattr");
+	is_int(perm_from_mode(0x3f3f3f3f, 0000), 0x39313131,
+	       "chmod 000 keeps view, link, setattr and the possessor's search");
+	is_int(perm_from_mode(0x3f010000, 0600), 0x3f070000,
+	       "chmod 600 keeps the key possessed and its possessor's setattr");
+	is_int(perm_from_mode(0x37010000, 0700), 0x3f0f0000,
+	       "owner x adds the possessor's search");
+	is_int(perm_from_mode(0x3f030000, 0755), 0x3f0f0a0a,
+	       "x is search for user, group and other");
 	is_int(perm_from_mode(0x00000000, 0777), 0x0e0e0e0e,
 	       "chmod 777 adds read, write, search only");
 	is_int(perm_to_mode(perm_from_mode(0x3f010000, 0751)), 0751,
