@@ -358,15 +358,32 @@ int kernel_list(struct keyfs_backend *b, const struct keyfs_cred *c,
 	return 0;
 }
 
+/*
+ * keyring_search()'s rule for every caller, the mounter included: the
+ * keyring must be valid (EKEYREVOKED, EKEYEXPIRED as keyctl gives them)
+ * and grant search, the mounter holding the possessor class as it does
+ * for every key it reaches.  Read is no substitute: the kernel finds by
+ * search alone.  keyfs then looks the name up in its listing.
+ */
 int kernel_find(struct keyfs_backend *b, const struct keyfs_cred *c,
 		kserial_t keyring, const char *type, const char *desc,
 		kserial_t *out)
 {
 	struct ient *e;
 	struct kidx *x;
+	struct kkey *r;
 	int ret;
 
-	ret = kkey_check(b, c, keyring, KEYFS_PERM_SEARCH, KEYFS_PERM_READ);
+	ret = kkey_learn(b, c, keyring, &r);
+	if (ret == -EACCES) {
+		/* no view: the perm last seen still says who may search */
+		r = kkey_get(b, keyring);
+		ret = r && r->have_attr ? 0 : -EACCES;
+	}
+	if (ret < 0)
+		return ret;
+	ret = perm_check(c, r->uid, r->gid, r->perm, is_mounter(b, c),
+			 KEYFS_PERM_SEARCH);
 	if (ret < 0)
 		return ret;
 	ret = kring_index(b, c, keyring, &x);
