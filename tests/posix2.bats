@@ -69,3 +69,37 @@ xget() { getfattr --absolute-names --only-values -n "user.keyfs.$1" -- "$2"; }
 	[ "$(ino "$MNT/session")" != "$(ino "$MNT")" ]
 	[ "$(ino "$MNT/by-id/1")" = "$(ino "$MNT/session")" ]
 }
+
+@test "mknod of a regular file is a create; tar -x extracts into a keyring" {
+	run kerrno mknod "$MNT/session/f" reg
+	assert_output OK
+	ls_has "$MNT/session" f
+	run kerrno mknod "$MNT/session/f" reg
+	assert_output EEXIST
+	run kerrno mknod "$MNT/session/fifo" fifo
+	assert_output EPERM
+	run kerrno mknod "$MNT/session/sock" sock
+	assert_output EPERM
+	mkdir "$BATS_TEST_TMPDIR/src"
+	printf secret >"$BATS_TEST_TMPDIR/src/a"
+	printf other >"$BATS_TEST_TMPDIR/src/b"
+	tar -C "$BATS_TEST_TMPDIR/src" -cf "$BATS_TEST_TMPDIR/t.tar" a b
+	run tar --xattrs --no-same-owner --no-same-permissions -C "$MNT/session" -xf "$BATS_TEST_TMPDIR/t.tar"
+	assert_success
+	assert_equal "$(cat "$MNT/session/a")" secret
+	assert_equal "$(cat "$MNT/session/b")" other
+}
+
+@test "statfs: files are the caller's key quota, used are the keys charged" {
+	local total free
+	read -r total free < <(stat -f -c '%c %d' "$MNT")
+	((total > 0)) || fail "no inodes: $total"
+	((free <= total)) || fail "more free ($free) than total ($total)"
+	echo v >"$MNT/session/k1"
+	local free2
+	read -r _ free2 < <(stat -f -c '%c %d' "$MNT")
+	((free2 < free)) || fail "a new key used no inode: $free -> $free2"
+	run df -i "$MNT"
+	assert_success
+	refute_output --regexp ' -[0-9]'
+}
