@@ -103,3 +103,13 @@ xget() { getfattr --absolute-names --only-values -n "user.keyfs.$1" -- "$2"; }
 	assert_success
 	refute_output --regexp ' -[0-9]'
 }
+
+@test "rmdir of a keyring holding a pending entry is ENOTEMPTY" {
+	mkdir "$MNT/session/ring"
+	exec 7>"$MNT/session/ring/p"
+	ls_has "$MNT/session/ring" p
+	run kerrno rmdir "$MNT/session/ring"
+	assert_output ENOTEMPTY
+	ls_has "$MNT/session" ring
+	exec 7>&-
+}

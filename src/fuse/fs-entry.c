@@ -124,6 +124,12 @@ void fs_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 	fuse_reply_err(req, ret < 0 ? -ret : 0);
 }
 
+static void count_pending(struct node *n, void *arg)
+{
+	(void)n;
+	(*(size_t *)arg)++;
+}
+
 void fs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct keyfs_ctx *ctx = req_ctx(req);
@@ -139,6 +145,10 @@ void fs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 	if (ret == 0)
 		ret = BACKEND_CALL(ctx, list, c, tn.serial, &links, &n);
 	free(links);
+	/* A listed pending entry is an entry too: removing the keyring would
+	 * silently drop it. */
+	if (ret == 0 && n == 0)
+		node_for_each_pending(ctx->nodes, tn.serial, count_pending, &n);
 	if (ret == 0 && n > 0)
 		ret = -ENOTEMPTY;
 	if (ret == 0)
