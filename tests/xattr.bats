@@ -213,8 +213,8 @@ print(os.getxattr(sys.argv[1], "user.keyfs.perm"))' "$MNT/session/k"
 		run kerrno setxattr "$MNT/session/k" user.keyfs.perm "$v"
 		assert_output EINVAL
 	done
-	# setfattr -v 0x... sends hex-decoded bytes: binary, with NULs
-	run setfattr -n user.keyfs.perm -v 0x3f3f0000 "$MNT/session/k"
+	# setfattr -v 0x... sends hex-decoded bytes: only 4 of them are a mask
+	run setfattr -n user.keyfs.perm -v 0x3f3f000000 "$MNT/session/k"
 	assert_failure
 	assert_equal "$(xget perm "$MNT/session/k")" 0x3f010000
 }

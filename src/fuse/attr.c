@@ -23,7 +23,7 @@ int attr_key_info(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 void attr_from_key(const struct key_info *ki, struct stat *st)
 {
 	memset(st, 0, sizeof(*st));
-	st->st_ino = (ino_t)ki->serial;
+	st->st_ino = (ino_t)ino_of_serial(ki->serial);
 	st->st_mode = (keyfs_is_keyring_type(ki->type) ? S_IFDIR : S_IFREG) |
 		      perm_to_mode(ki->perm);
 	st->st_nlink = ki->nlink ? ki->nlink : 1;

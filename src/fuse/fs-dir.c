@@ -136,8 +136,10 @@ void fs_statfs(fuse_req_t req, fuse_ino_t ino)
 	sv.f_blocks = q.maxbytes;
 	sv.f_bfree = q.maxbytes > q.bytes ? q.maxbytes - q.bytes : 0;
 	sv.f_bavail = sv.f_bfree;
-	sv.f_files = q.keys;
-	sv.f_ffree = q.maxkeys > q.keys ? q.maxkeys - q.keys : 0;
+	/* The quota is the total, the keys charged to it are used, so that
+	 * df -i adds up. */
+	sv.f_files = q.maxkeys > q.keys ? q.maxkeys : q.keys;
+	sv.f_ffree = sv.f_files - q.keys;
 	sv.f_favail = sv.f_ffree;
 	sv.f_namemax = KEYFS_NAME_MAX;
 	fuse_reply_statfs(req, &sv);

@@ -53,13 +53,6 @@ void fs_readlink(fuse_req_t req, fuse_ino_t ino)
 		fuse_reply_readlink(req, tn.target);
 }
 
-void fs_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
-	      mode_t mode, dev_t rdev)
-{
-	(void)parent; (void)name; (void)mode; (void)rdev;
-	fuse_reply_err(req, EPERM);
-}
-
 void fs_symlink(fuse_req_t req, const char *link, fuse_ino_t parent,
 		const char *name)
 {
@@ -131,6 +124,12 @@ void fs_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 	fuse_reply_err(req, ret < 0 ? -ret : 0);
 }
 
+static void count_pending(struct node *n, void *arg)
+{
+	(void)n;
+	(*(size_t *)arg)++;
+}
+
 void fs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct keyfs_ctx *ctx = req_ctx(req);
@@ -146,6 +145,10 @@ void fs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 	if (ret == 0)
 		ret = BACKEND_CALL(ctx, list, c, tn.serial, &links, &n);
 	free(links);
+	/* A listed pending entry is an entry too: removing the keyring would
+	 * silently drop it. */
+	if (ret == 0 && n == 0)
+		node_for_each_pending(ctx->nodes, tn.serial, count_pending, &n);
 	if (ret == 0 && n > 0)
 		ret = -ENOTEMPTY;
 	if (ret == 0)
@@ -216,4 +219,31 @@ void fs_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 		took_ref(ctx, &tn);
 	else
 		handle_free(h);
+}
+
+/* mknod of a regular file (tar and cp make files so) is a create without
+ * an open; keys cannot be devices, fifos or sockets. */
+void fs_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
+	      mode_t mode, dev_t rdev)
+{
+	struct keyfs_ctx *ctx = req_ctx(req);
+	struct req_cred rc;
+	const struct keyfs_cred *c = req_cred(req, &rc);
+	kserial_t keyring, serial;
+	struct tnode tn;
+	int ret = S_ISREG(mode) ? 0 : -EPERM;
+
+	(void)rdev;
+	if (ret == 0)
+		ret = parent_keyring(ctx, parent, &keyring);
+	if (ret == 0 && strlen(name) > KEYFS_NAME_MAX)
+		ret = -ENAMETOOLONG;
+	if (ret == 0 && tree_find_key(ctx, c, keyring, name, &serial) == 0)
+		ret = -EEXIST;
+	if (ret == 0)
+		ret = create_pending(ctx, c, keyring, name, O_WRONLY | O_CREAT | O_EXCL, &tn);
+	if (ret < 0)
+		fuse_reply_err(req, -ret);
+	else
+		reply_entry(req, ctx, c, &tn);
 }

@@ -7,15 +7,17 @@
 #include "ctlfiles.h"
 
 /*
- * A key's inode number is its serial (positive int32).  Inode 1 is the
- * mount root.  Everything keyfs invents lives from 2^32 up, so it never
- * meets a serial: fixed virtual nodes first, then dynamic ones.
+ * A key's inode number is its serial (positive int32), except serial 1:
+ * inode 1 is the mount root (FUSE fixes it), so key 1 takes INO_SERIAL1.
+ * Everything keyfs invents lives from 2^32 up, so it never meets a
+ * serial: fixed virtual nodes first, then dynamic ones.
  */
 #define INO_ROOT	1ULL
 #define INO_VIRT	(1ULL << 32)
 
 enum {
 	INO_BYID = INO_VIRT + 1,
+	INO_SERIAL1 = INO_VIRT + 2,	/* the key with serial 1 (a memory store's) */
 	INO_CTLDIR,
 	INO_SEARCHDIR,
 	INO_LINK_S,		/* @s -> session; @u @us @p follow, numbered
@@ -23,6 +25,12 @@ enum {
 	INO_CTL_FIRST = INO_VIRT + 64,	/* + enum ctl_file */
 	INO_DYN_FIRST = INO_VIRT + 4096,
 };
+
+/* The inode number of key serial, root_key aside (tree_ino). */
+static inline uint64_t ino_of_serial(kserial_t serial)
+{
+	return serial == 1 ? INO_SERIAL1 : (uint64_t)serial;
+}
 
 enum node_kind {
 	NODE_PENDING,		/* a created key with no payload yet */

@@ -56,7 +56,7 @@ uint64_t tree_ino(const struct keyfs_ctx *ctx, kserial_t serial)
 {
 	if (ctx->root_key && serial == ctx->root_key)
 		return INO_ROOT;
-	return (uint64_t)serial;
+	return ino_of_serial(serial);
 }
 
 static void set_key(const struct keyfs_ctx *ctx, struct tnode *out,
@@ -95,11 +95,12 @@ int tree_node(struct keyfs_ctx *ctx, uint64_t ino, struct tnode *out)
 			set_virt(out, T_ROOT, ino);
 		return 0;
 	}
-	if (ino < INO_VIRT) {
-		if (ino > INT32_MAX || ino == 0)
+	if (ino < INO_VIRT || ino == INO_SERIAL1) {
+		if ((ino > INT32_MAX && ino != INO_SERIAL1) || ino == 0)
 			return -ESTALE;
 		n = node_get(ctx->nodes, ino);
-		set_key(ctx, out, n && n->kind == NODE_ALIAS ? n->serial : (kserial_t)ino);
+		set_key(ctx, out, n && n->kind == NODE_ALIAS ? n->serial :
+			ino == INO_SERIAL1 ? 1 : (kserial_t)ino);
 		out->ino = ino;
 		return 0;
 	}
@@ -455,7 +456,7 @@ static int readdir_byid(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 
 	for (size_t i = 0; i < n && ret == 0; i++) {
 		snprintf(name, sizeof(name), "%d", all[i]);
-		ret = dl_add_node(ctx, c, dl, name, (uint64_t)all[i]);
+		ret = dl_add_node(ctx, c, dl, name, tree_ino(ctx, all[i]));
 	}
 	free(all);
 	return ret;

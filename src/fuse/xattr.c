@@ -221,11 +221,80 @@ static int parse_expiry(const char *s, time_t now, unsigned *secs)
 	return 0;
 }
 
+/* Setting a read-only attribute to the value it has changes nothing and
+ * succeeds, so that copies (mv across file systems, rsync -X, tar) that
+ * set every attribute they read go through; any other value is EPERM. */
+static int set_readonly(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
+			const struct tnode *tn, enum xattr_id id,
+			const char *value, size_t size)
+{
+	struct key_info ki;
+	char *val = NULL;
+	int ret = attr_key_info(ctx, c, tn, &ki);
+
+	if (ret == 0)
+		ret = value_alloc(ctx, c, &ki, id, &val);
+	if (ret == 0)
+		ret = strlen(val) == size && memcmp(val, value, size) == 0 ? 0 : -EPERM;
+	free(val);
+	return ret == -ENODATA ? -EPERM : ret;
+}
+
+/* setfattr sends a value typed as 0x... as the bytes it spells, so a
+ * number may come as n big-endian bytes.  Text is a number's digits and
+ * never holds a NUL or a control character, so such a value of exactly n
+ * bytes is binary; one that reads as text is text. */
+static bool is_binary(const char *value, size_t size, size_t n)
+{
+	if (size != n)
+		return false;
+	for (size_t i = 0; i < size; i++)
+		if ((unsigned char)value[i] < 0x20 || (unsigned char)value[i] >= 0x7f)
+			return true;
+	return false;
+}
+
+static uint64_t be_value(const char *value, size_t size)
+{
+	uint64_t v = 0;
+
+	for (size_t i = 0; i < size; i++)
+		v = v << 8 | (unsigned char)value[i];
+	return v;
+}
+
+/* A value of perm or expiry: text, or the binary form is_binary names
+ * (perm: 4 bytes, the mask; expiry: 8 bytes, a time as "T" means it). */
+static int parse_value(enum xattr_id id, const char *value, size_t size,
+		       time_t now, uint32_t *perm, unsigned *secs)
+{
+	char text[XATTR_VALUE_MAX + 1];
+
+	if (id == XA_PERM && is_binary(value, size, 4)) {
+		*perm = (uint32_t)be_value(value, size);
+		return 0;
+	}
+	if (id == XA_EXPIRY && is_binary(value, size, 8)) {
+		uint64_t v = be_value(value, size);
+
+		if (v > LLONG_MAX)
+			return -EINVAL;
+		snprintf(text, sizeof(text), "%llu", (unsigned long long)v);
+		return parse_expiry(text, now, secs);
+	}
+	if (size == 0 || size > XATTR_VALUE_MAX || memchr(value, '\0', size))
+		return -EINVAL;
+	memcpy(text, value, size);
+	text[size] = '\0';
+	if (id == XA_PERM)
+		return parse_hex32(text, perm);
+	return parse_expiry(text, now, secs);
+}
+
 int xattr_set(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 	      const struct tnode *tn, const char *name, const char *value,
 	      size_t size, int flags)
 {
-	char text[XATTR_VALUE_MAX + 1];
 	time_t now = time(NULL);
 	uint32_t perm = 0;
 	unsigned secs = 0;
@@ -234,20 +303,15 @@ int xattr_set(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 
 	if (id < 0)
 		return -EOPNOTSUPP;
-	if (!has_xattrs(tn) || !xattrs[id].writable)
+	if (!has_xattrs(tn) || (!xattrs[id].writable && (flags & XATTR_CREATE)))
 		return -EPERM;
+	if (!xattrs[id].writable)
+		return set_readonly(ctx, c, tn, (enum xattr_id)id, value, size);
 	/* perm and expiry always exist on a key, so they can only be
 	 * replaced. */
 	if (flags & XATTR_CREATE)
 		return -EEXIST;
-	if (size == 0 || size > XATTR_VALUE_MAX || memchr(value, '\0', size))
-		return -EINVAL;
-	memcpy(text, value, size);
-	text[size] = '\0';
-	if (id == XA_PERM)
-		ret = parse_hex32(text, &perm);
-	else
-		ret = parse_expiry(text, now, &secs);
+	ret = parse_value((enum xattr_id)id, value, size, now, &perm, &secs);
 	if (ret < 0)
 		return ret;
 

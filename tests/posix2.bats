@@ -1,0 +1,115 @@
+#!/usr/bin/env bats
+# posix2.bats: file-system behaviour everyday tools expect (issue 11, items 4-7, 9, 10, 15-19).
+
+load lib/keyfs
+
+setup() { keyfs_mount; }
+teardown() { keyfs_unmount; }
+
+xget() { getfattr --absolute-names --only-values -n "user.keyfs.$1" -- "$2"; }
+
+@test "setfattr -v 0x3f3f0000 (4 raw bytes) sets perm as the big-endian mask" {
+	echo v >"$MNT/session/k"
+	run setfattr -n user.keyfs.perm -v 0x3f3f0000 "$MNT/session/k"
+	assert_success
+	assert_equal "$(xget perm "$MNT/session/k")" 0x3f3f0000
+	# the text forms still work
+	setfattr -n user.keyfs.perm -v 3f1b0000 "$MNT/session/k"
+	assert_equal "$(xget perm "$MNT/session/k")" 0x3f1b0000
+	# binary of another length is not a mask
+	run setfattr -n user.keyfs.perm -v 0x3f3f00 "$MNT/session/k"
+	assert_failure
+	assert_equal "$(xget perm "$MNT/session/k")" 0x3f1b0000
+}
+
+@test "setfattr -v 0x... (8 raw bytes) sets expiry as a big-endian time" {
+	echo v >"$MNT/session/k"
+	local t
+	t=$(($(date +%s) + 1000))
+	setfattr -n user.keyfs.expiry -v "$(printf '0x%016x' "$t")" "$MNT/session/k"
+	assert_equal "$(xget expiry "$MNT/session/k")" "$t"
+}
+
+@test "a read-only attribute set to its own value succeeds and changes nothing" {
+	echo v >"$MNT/session/k"
+	local n v
+	for n in type description serial state; do
+		v=$(xget "$n" "$MNT/session/k")
+		run kerrno setxattr "$MNT/session/k" "user.keyfs.$n" "$v"
+		assert_output OK
+		assert_equal "$(xget "$n" "$MNT/session/k")" "$v"
+		run kerrno setxattr "$MNT/session/k" "user.keyfs.$n" "${v}x"
+		assert_output EPERM
+	done
+	# what rsync -X and mv across file systems do
+	getfattr --absolute-names -d -m '^user\.keyfs\.' "$MNT/session/k" >"$BATS_TEST_TMPDIR/dump"
+	run setfattr --restore="$BATS_TEST_TMPDIR/dump"
+	assert_success
+	assert_equal "$(cat "$MNT/session/k")" v
+}
+
+@test "the keyfs-store(5) example mounts and reads back as shown" {
+	skip_unless_memory
+	keyfs_unmount
+	local store=$BATS_TEST_TMPDIR/keys.json
+	sed -n '/^\.SH EXAMPLE/,$p' "${KEYFS_SRCDIR:-$BATS_TEST_DIRNAME/..}/man/keyfs-store.5" |
+		awk '/^\.EX/ { n++; next } /^\.EE/ { if (n == 1) exit; next } n == 1' |
+		sed 's/\\-/-/g' >"$store"
+	grep -q '"serial": 1,' "$store"
+	keyfs_mount -o "store=$store"
+	run ls "$MNT/session"
+	assert_success
+	assert_output --partial db:password
+	assert_equal "$(cat "$MNT/session/db:password")" hunter2
+	run ls "$MNT/user"
+	assert_success
+	run stat -c %a "$store"
+	assert_output 600
+	# the key with serial 1 is not the mount root
+	[ "$(ino "$MNT/session")" != "$(ino "$MNT")" ]
+	[ "$(ino "$MNT/by-id/1")" = "$(ino "$MNT/session")" ]
+}
+
+@test "mknod of a regular file is a create; tar -x extracts into a keyring" {
+	run kerrno mknod "$MNT/session/f" reg
+	assert_output OK
+	ls_has "$MNT/session" f
+	run kerrno mknod "$MNT/session/f" reg
+	assert_output EEXIST
+	run kerrno mknod "$MNT/session/fifo" fifo
+	assert_output EPERM
+	run kerrno mknod "$MNT/session/sock" sock
+	assert_output EPERM
+	mkdir "$BATS_TEST_TMPDIR/src"
+	printf secret >"$BATS_TEST_TMPDIR/src/a"
+	printf other >"$BATS_TEST_TMPDIR/src/b"
+	tar -C "$BATS_TEST_TMPDIR/src" -cf "$BATS_TEST_TMPDIR/t.tar" a b
+	run tar --xattrs --no-same-owner --no-same-permissions -C "$MNT/session" -xf "$BATS_TEST_TMPDIR/t.tar"
+	assert_success
+	assert_equal "$(cat "$MNT/session/a")" secret
+	assert_equal "$(cat "$MNT/session/b")" other
+}
+
+@test "statfs: files are the caller's key quota, used are the keys charged" {
+	local total free
+	read -r total free < <(stat -f -c '%c %d' "$MNT")
+	((total > 0)) || fail "no inodes: $total"
+	((free <= total)) || fail "more free ($free) than total ($total)"
+	echo v >"$MNT/session/k1"
+	local free2
+	read -r _ free2 < <(stat -f -c '%c %d' "$MNT")
+	((free2 < free)) || fail "a new key used no inode: $free -> $free2"
+	run df -i "$MNT"
+	assert_success
+	refute_output --regexp ' -[0-9]'
+}
+
+@test "rmdir of a keyring holding a pending entry is ENOTEMPTY" {
+	mkdir "$MNT/session/ring"
+	exec 7>"$MNT/session/ring/p"
+	ls_has "$MNT/session/ring" p
+	run kerrno rmdir "$MNT/session/ring"
+	assert_output ENOTEMPTY
+	ls_has "$MNT/session" ring
+	exec 7>&-
+}
