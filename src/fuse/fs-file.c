@@ -210,6 +210,9 @@ void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	fi->direct_io = 1;
 	fi->keep_cache = 0;
 	fi->nonseekable = 0;
+	/* A read-only file has nothing to commit: close(2) need not wait for
+	 * a FLUSH (release still comes, without anyone waiting on it). */
+	fi->noflush = (fi->flags & O_ACCMODE) == O_RDONLY;
 	if (fuse_reply_open(req, fi) != 0)
 		handle_free(h);
 }
