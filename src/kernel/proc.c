@@ -238,7 +238,10 @@ static struct prefresh *refresh_start(void)
 		return NULL;
 	pthread_mutex_init(&r->mu, NULL);
 	pthread_cond_init(&r->cv, NULL);
-	if (pthread_create(&r->thread, NULL, refresh_run, r) != 0) {
+	if (pthread_create(&r->thread, NULL, refresh_run, r) == 0) {
+		/* named so that one can tell it from the request threads */
+		pthread_setname_np(r->thread, "keyfs-prockeys");
+	} else {
 		pthread_mutex_destroy(&r->mu);
 		pthread_cond_destroy(&r->cv);
 		free(r);
