@@ -44,6 +44,7 @@ struct kidx {
 	size_t n;
 	unsigned nkeyrings;
 	struct timespec built;	/* CLOCK_MONOTONIC */
+	bool unknown;		/* keyfs changed it in a way it cannot follow */
 	/* The listing the index was built from, while keyfs's own changes
 	 * have not moved it: a listing equal to it needs no rebuild. */
 	kserial_t *list;

@@ -197,8 +197,11 @@ void kring_note_unknown(struct keyfs_backend *b, kserial_t ring)
 {
 	struct kkey *r = kkey_get(b, ring);
 
-	if (r && r->idx)
+	if (r && r->idx) {
 		r->idx->built = (struct timespec){ 0, 0 };
+		r->idx->unknown = true;
+		kidx_unlist(r->idx);
+	}
 }
 
 void kring_note_unlink(struct keyfs_backend *b, kserial_t ring, kserial_t s)
@@ -398,9 +401,11 @@ int kernel_list(struct keyfs_backend *b, const struct keyfs_cred *c,
  * - it finds nothing (ENOKEY) and the index has nothing: no such name;
  * - otherwise (a dead key, one without search permission, an error): the
  *   index's key if it is still there, else list anew.
- * What this misses: a key unlinked behind keyfs's back that is still
- * reachable through another keyring linked in this one shows until the
- * next listing of the keyring.
+ * What this misses until the next listing of the keyring: a key unlinked
+ * behind keyfs's back that is still reachable through another keyring
+ * linked in this one, and a negative key linked behind keyfs's back
+ * (search answers ENOKEY for it).  After keyfs's own changes that it
+ * cannot follow (a request), the keyring is listed anew.
  */
 static int find_stale(struct keyfs_backend *b, const struct keyfs_cred *c,
 		      kserial_t keyring, struct kidx *x, const char *type,
@@ -447,7 +452,8 @@ int kernel_find(struct keyfs_backend *b, const struct keyfs_cred *c,
 	if (ret < 0)
 		return ret;
 	r = kkey_get(b, keyring);
-	if (r && r->idx && age_of(&r->idx->built) >= b->cache_timeout)
+	if (r && r->idx && !r->idx->unknown &&
+	    age_of(&r->idx->built) >= b->cache_timeout)
 		return find_stale(b, c, keyring, r->idx, type, desc, out);
 	ret = kring_index(b, c, keyring, &x);
 	/* search alone lets the kernel find a key by name, though not read
