@@ -197,7 +197,20 @@ struct prefresh {
 	bool want, stop;
 	bool have_next;
 	struct pcache next;	/* a parse the thread made, not yet taken */
+	pid_t pid;		/* the process the thread runs in */
 };
+
+/* The daemon forks into the background after keyfs may have looked at a
+ * key (root=): the child has no such thread, and its copy of the mutex may
+ * be held for good.  It drops the copy untouched, and starts its own. */
+static bool refresh_lost(struct keyfs_backend *b)
+{
+	if (!b->refresh || b->refresh->pid == getpid())
+		return false;
+	free(b->refresh);
+	b->refresh = NULL;
+	return true;
+}
 
 static void *refresh_run(void *arg)
 {
@@ -236,6 +249,7 @@ static struct prefresh *refresh_start(void)
 
 	if (!r)
 		return NULL;
+	r->pid = getpid();
 	pthread_mutex_init(&r->mu, NULL);
 	pthread_cond_init(&r->cv, NULL);
 	if (pthread_create(&r->thread, NULL, refresh_run, r) == 0) {
@@ -252,8 +266,10 @@ static struct prefresh *refresh_start(void)
 
 void kproc_stop(struct keyfs_backend *b)
 {
-	struct prefresh *r = b->refresh;
+	struct prefresh *r;
 
+	refresh_lost(b);
+	r = b->refresh;
 	if (!r)
 		return;
 	pthread_mutex_lock(&r->mu);
@@ -280,6 +296,7 @@ void kproc_peek(struct keyfs_backend *b)
 {
 	struct prefresh *r;
 
+	refresh_lost(b);
 	if (!b->refresh)
 		b->refresh = refresh_start();
 	r = b->refresh;
