@@ -81,3 +81,29 @@ kowner() { keyctl rdescribe "$1" | cut -d';' -f2,3 | tr ';' :; }
 	run keyctl show @s
 	refute_output --regexp 'user: k$'
 }
+
+# What the daemon's threads other than its /proc/keys reader read(2).
+loop_rchar() {
+	local t sum=0
+	for t in /proc/"$KEYFS_PID"/task/*; do
+		[[ $(cat "$t/comm") == keyfs-prockeys ]] && continue
+		sum=$((sum + $(awk '/^rchar/ {print $2}' "$t/io")))
+	done
+	echo "$sum"
+}
+
+@test "kernel: no request waits for /proc/keys, even after an idle second" {
+	keyfs_mount
+	local ring i before after
+	ring=$(keyctl newring bulk @s)
+	for i in $(seq 300); do keyctl add user "filler$i" x "$ring" >/dev/null; done
+	echo -n v > "$MNT/session/k"
+	stat "$MNT/session/k" >/dev/null
+	sleep 1.2
+	before=$(loop_rchar)
+	stat "$MNT/session/k" >/dev/null
+	getfattr --absolute-names -n user.keyfs.expiry "$MNT/session/k" >/dev/null
+	after=$(loop_rchar)
+	# /proc/keys now holds over 300 lines of some 80 bytes
+	(( after - before < 16384 )) || fail "the request threads read $((after - before)) bytes"
+}

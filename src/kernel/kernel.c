@@ -71,7 +71,9 @@ static void kernel_destroy(struct keyfs_backend *b)
 			next = k->next;
 			kkey_free(k);
 		}
+	kproc_stop(b);
 	free(b->slots);
+	free(b->kusers_pending);
 	pcache_free(&b->proc);
 	free(b->own_groups);
 	free(b);
@@ -155,8 +157,18 @@ static int describe_dead(struct keyfs_backend *b, const struct keyfs_cred *c,
 
 	if (err != -EKEYREVOKED && err != -EKEYEXPIRED && err != -ENOKEY)
 		return err;
-	/* The key died since the last parse (ENOKEY may even mean gone):
-	 * only a fresh /proc/keys tells.  Dead keys are few, so it is cheap. */
+	/* A key keyfs saw revoked or expired stays so until it is gone:
+	 * no need to ask /proc/keys again. */
+	if (k && k->desc && k->have_attr &&
+	    ((err == -EKEYREVOKED && k->dead == KEY_STATE_REVOKED) ||
+	     (err == -EKEYEXPIRED && k->dead == KEY_STATE_EXPIRED))) {
+		state = k->dead;
+		pe = NULL;
+		goto answer;
+	}
+	/* The key died since keyfs last saw it (ENOKEY may even mean gone):
+	 * only /proc/keys tells, and only a parse made after the key was
+	 * last seen alive; dead keys are few, so it is rarely read. */
 	ret = kproc_fresh(b, true);
 	if (ret < 0)
 		return err;
@@ -181,6 +193,9 @@ static int describe_dead(struct keyfs_backend *b, const struct keyfs_cred *c,
 		kkey_note_attr(k, pe->uid, pe->gid, pe->perm);
 	if (!k->have_attr)
 		return err;
+	if (state == KEY_STATE_REVOKED || state == KEY_STATE_EXPIRED)
+		k->dead = state;
+answer:
 	if (!is_mounter(b, c) &&
 	    perm_check(c, k->uid, k->gid, k->perm, false, KEYFS_PERM_VIEW) < 0)
 		return -EACCES;
@@ -211,6 +226,7 @@ static int describe_live(struct keyfs_backend *b, const struct keyfs_cred *c,
 	kserial_t serial = k->serial;
 	struct pent *pe;
 	struct kidx *x;
+	int pending;
 	long size;
 
 	if (!is_mounter(b, c) &&
@@ -218,24 +234,41 @@ static int describe_live(struct keyfs_backend *b, const struct keyfs_cred *c,
 		return -EACCES;
 	memset(out, 0, sizeof(*out));
 	out->state = KEY_STATE_VALID;
-	if (kproc_fresh(b, false) == 0 && (pe = kproc_find(b, serial))) {
-		if (pe->flags[5] == 'N')
-			out->state = KEY_STATE_NEGATIVE;
-		else if (pe->flags[0] != 'I')
+	/* the last parse of /proc/keys, for a timeout set outside keyfs */
+	kproc_peek(b);
+	pe = kproc_find(b, serial);
+	pending = kproc_maybe_pending(b, k);
+	if (pending != 0) {
+		/* a key under construction, where keyctl read would wait:
+		 * only /proc/keys tells (rare: a request_key callout runs) */
+		if (kproc_fresh(b, false) == 0 && !kproc_find(b, serial))
+			kproc_fresh(b, true);	/* newer than the last parse */
+		pe = kproc_find(b, serial);
+		if (pe) {
+			if (pe->flags[5] == 'N')
+				out->state = KEY_STATE_NEGATIVE;
+			else if (pe->flags[0] != 'I')
+				out->state = KEY_STATE_PENDING;
+		} else {
 			out->state = KEY_STATE_PENDING;
-	} else {
-		pe = NULL;
+		}
 	}
-	/* keyctl describes a negative key but does not read it: that tells
-	 * a key newer than the last /proc/keys */
-	size = out->state == KEY_STATE_PENDING ? 0 : key_size(b, c, k);
+	if (out->state == KEY_STATE_VALID && !k->positive) {
+		/* keyctl read tells a negative key (ENOKEY) before it looks
+		 * at permission or at the type's read method */
+		if (keyctl_read(serial, NULL, 0) < 0 && errno == ENOKEY)
+			out->state = KEY_STATE_NEGATIVE;
+		else
+			k->positive = true;
+	}
+	size = out->state != KEY_STATE_VALID ? 0 : key_size(b, c, k);
 	if (size == -ENOKEY)
 		out->state = KEY_STATE_NEGATIVE;
 	out->expiry = key_expiry(b, k, pe, out->state);
 	if (keyfs_is_keyring_type(k->type)) {
 		out->nlink = 2;
 		/* listing a keyring may describe its keys: k may move */
-		if (kring_index(b, c, serial, &x) == 0)
+		if (kring_index_any(b, c, serial, &x) == 0)
 			out->nlink += x->nkeyrings;
 	}
 	k = kkey_get(b, serial);

@@ -44,6 +44,11 @@ struct kidx {
 	size_t n;
 	unsigned nkeyrings;
 	struct timespec built;	/* CLOCK_MONOTONIC */
+	bool unknown;		/* keyfs changed it in a way it cannot follow */
+	/* The listing the index was built from, while keyfs's own changes
+	 * have not moved it: a listing equal to it needs no rebuild. */
+	kserial_t *list;
+	size_t nlist;
 };
 
 /* What keyfs knows of one serial. */
@@ -60,6 +65,9 @@ struct kkey {
 	bool exact_expiry;		/* expiry was set through keyfs */
 	time_t expiry;
 	struct timespec expiry_set;	/* CLOCK_MONOTONIC, when it was */
+	bool positive;			/* seen instantiated, not negative: for good */
+	unsigned seen_gen;		/* kusers_gen when first seen */
+	enum key_state dead;		/* revoked or expired, as last seen */
 	kserial_t *parents;		/* keyrings seen linking it */
 	size_t nparents, aparents;
 	struct kidx *idx;		/* keyring: its index, or NULL */
@@ -103,6 +111,12 @@ struct keyfs_backend {
 	struct kkey **slots;
 	size_t nslots, n;
 	struct pcache proc;
+	struct prefresh *refresh;	/* the reader of /proc/keys, or NULL */
+	/* The last read of /proc/key-users: the uids that then had keys
+	 * under construction.  It tells of every key seen before it. */
+	unsigned kusers_gen;		/* reads so far */
+	uid_t *kusers_pending;
+	size_t nkusers_pending;
 };
 
 /*
@@ -252,6 +266,8 @@ int kring_read(struct keyfs_backend *b, const struct keyfs_cred *c,
 	       kserial_t ring, kserial_t **out, size_t *n);
 int kring_index(struct keyfs_backend *b, const struct keyfs_cred *c,
 		kserial_t ring, struct kidx **xp);
+int kring_index_any(struct keyfs_backend *b, const struct keyfs_cred *c,
+		    kserial_t ring, struct kidx **xp);
 int kernel_list(struct keyfs_backend *b, const struct keyfs_cred *c,
 		kserial_t keyring, kserial_t **out_alloc, size_t *n);
 int kernel_find(struct keyfs_backend *b, const struct keyfs_cred *c,
@@ -260,6 +276,9 @@ int kernel_find(struct keyfs_backend *b, const struct keyfs_cred *c,
 /* ---- /proc/keys and /proc/key-users (proc.c) ---- */
 void pcache_free(struct pcache *pc);
 int kproc_fresh(struct keyfs_backend *b, bool force);
+void kproc_peek(struct keyfs_backend *b);
+void kproc_stop(struct keyfs_backend *b);
+int kproc_maybe_pending(struct keyfs_backend *b, const struct kkey *k);
 struct pent *kproc_find(struct keyfs_backend *b, kserial_t s);
 int kernel_list_all(struct keyfs_backend *b, const struct keyfs_cred *c,
 		    kserial_t **out_alloc, size_t *n);

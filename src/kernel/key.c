@@ -55,6 +55,7 @@ struct kkey *kkey_make(struct keyfs_backend *b, kserial_t s)
 	if (!k)
 		return NULL;
 	k->serial = s;
+	k->seen_gen = b->kusers_gen;
 	k->mtime = k->ctime = real_now();
 	i = hash_serial(s, b->nslots);
 	k->next = b->slots[i];
@@ -147,6 +148,8 @@ int kkey_note(struct kkey *k, const char *type, const char *desc)
 	if (k->desc) {
 		k->have_attr = false;
 		k->exact_expiry = false;
+		k->positive = false;
+		k->dead = KEY_STATE_VALID;
 		k->nparents = 0;
 		k->mtime = k->ctime = real_now();
 		kidx_free(k->idx);

@@ -38,7 +38,16 @@ void kidx_free(struct kidx *x)
 		}
 	free(x->by_serial);
 	free(x->by_name);
+	free(x->list);
 	free(x);
+}
+
+/* keyfs changed the index itself: it no longer matches its listing. */
+static void kidx_unlist(struct kidx *x)
+{
+	free(x->list);
+	x->list = NULL;
+	x->nlist = 0;
 }
 
 static struct ient *kidx_by_serial(struct kidx *x, kserial_t s)
@@ -168,6 +177,7 @@ void kring_note_link(struct keyfs_backend *b, kserial_t ring, struct kkey *k)
 	kkey_parent_add(k, ring);	/* on ENOMEM nlink is merely low */
 	if (!r || !r->idx || kidx_by_serial(r->idx, k->serial))
 		return;
+	kidx_unlist(r->idx);
 	if (k->desc) {
 		old = kidx_by_name(b, r->idx, k->type, k->desc);
 		if (old) {
@@ -187,8 +197,11 @@ void kring_note_unknown(struct keyfs_backend *b, kserial_t ring)
 {
 	struct kkey *r = kkey_get(b, ring);
 
-	if (r && r->idx)
+	if (r && r->idx) {
 		r->idx->built = (struct timespec){ 0, 0 };
+		r->idx->unknown = true;
+		kidx_unlist(r->idx);
+	}
 }
 
 void kring_note_unlink(struct keyfs_backend *b, kserial_t ring, kserial_t s)
@@ -196,8 +209,10 @@ void kring_note_unlink(struct keyfs_backend *b, kserial_t ring, kserial_t s)
 	struct kkey *r = kkey_get(b, ring);
 
 	kkey_parent_del(kkey_get(b, s), ring);
-	if (r && r->idx)
+	if (r && r->idx) {
+		kidx_unlist(r->idx);
 		kidx_remove(r->idx, s);
+	}
 }
 
 /* Build ring's index anew from a listing: serials keyfs has described
@@ -211,6 +226,15 @@ static int kidx_refresh(struct keyfs_backend *b, const struct keyfs_cred *c,
 	int ret;
 
 	r = kkey_make(b, ring);
+	if (!r)
+		return -ENOMEM;
+	/* The same listing as last time: the index stands as it is (keys
+	 * behind its serials are described when used, not here). */
+	if (r->idx && r->idx->list && r->idx->nlist == n &&
+	    memcmp(r->idx->list, list, n * sizeof(*list)) == 0) {
+		r->idx->built = mono_now();
+		return 0;
+	}
 	x = kidx_new(n);
 	if (!r || !x) {
 		kidx_free(x);
@@ -241,6 +265,15 @@ static int kidx_refresh(struct keyfs_backend *b, const struct keyfs_cred *c,
 		kkey_touch_payload(r);
 	kidx_free(old);
 	r->idx = x;
+	if (n) {
+		x->list = malloc(n * sizeof(*list));
+		if (x->list) {	/* without it the next listing rebuilds */
+			memcpy(x->list, list, n * sizeof(*list));
+			x->nlist = n;
+		}
+	} else {
+		x->list = malloc(1);
+	}
 	return 0;
 }
 
@@ -359,6 +392,54 @@ int kernel_list(struct keyfs_backend *b, const struct keyfs_cred *c,
 }
 
 /*
+ * An index older than the cache timeout is not listed anew for one name:
+ * that would cost the whole keyring per lookup.  keyctl search asks the
+ * kernel by name, which looks in the keyring itself first (a hash lookup)
+ * and only then in keyrings it links.  Its answer checks the index:
+ * - the key it finds is in the index: that is the answer;
+ * - it finds a key the index lacks: the keyring changed, list it anew;
+ * - it finds nothing (ENOKEY) and the index has nothing: no such name;
+ * - otherwise (a dead key, one without search permission, an error): the
+ *   index's key if it is still there, else list anew.
+ * What this misses until the next listing of the keyring: a key unlinked
+ * behind keyfs's back that is still reachable through another keyring
+ * linked in this one, and a negative key linked behind keyfs's back
+ * (search answers ENOKEY for it).  After keyfs's own changes that it
+ * cannot follow (a request), the keyring is listed anew.
+ */
+static int find_stale(struct keyfs_backend *b, const struct keyfs_cred *c,
+		      kserial_t keyring, struct kidx *x, const char *type,
+		      const char *desc, kserial_t *out)
+{
+	struct ient *e = kidx_by_name(b, x, type, desc);
+	struct kkey *k;
+	long s;
+	int ret;
+
+	s = keyctl_search(keyring, type, desc, 0);
+	if (s > 0 && kidx_by_serial(x, (kserial_t)s)) {
+		*out = (kserial_t)s;
+		return 0;
+	}
+	if (s < 0 && errno == ENOKEY && !e)
+		return -ENOKEY;
+	if (s < 0 && e && kkey_learn(b, NULL, e->serial, &k) != -ENOKEY) {
+		*out = e->serial;
+		return 0;
+	}
+	ret = kring_index(b, c, keyring, &x);
+	if (ret == -EACCES && !is_mounter(b, c))
+		ret = kring_index(b, NULL, keyring, &x);
+	if (ret < 0)
+		return ret;
+	e = kidx_by_name(b, x, type, desc);
+	if (!e)
+		return -ENOKEY;
+	*out = e->serial;
+	return 0;
+}
+
+/*
  * keyring_search()'s rule for every caller, the mounter included: the
  * keyring must be valid (EKEYREVOKED, EKEYEXPIRED as keyctl gives them)
  * and grant search, the mounter holding the possessor class as it does
@@ -386,6 +467,10 @@ int kernel_find(struct keyfs_backend *b, const struct keyfs_cred *c,
 			 KEYFS_PERM_SEARCH);
 	if (ret < 0)
 		return ret;
+	r = kkey_get(b, keyring);
+	if (r && r->idx && !r->idx->unknown &&
+	    age_of(&r->idx->built) >= b->cache_timeout)
+		return find_stale(b, c, keyring, r->idx, type, desc, out);
 	ret = kring_index(b, c, keyring, &x);
 	/* search alone lets the kernel find a key by name, though not read
 	 * the keyring: keyfs lists it for the caller its check let in */
@@ -398,6 +483,21 @@ int kernel_find(struct keyfs_backend *b, const struct keyfs_cred *c,
 		return -ENOKEY;
 	*out = e->serial;
 	return 0;
+}
+
+/* ring's index as it is, listed only when there is none: a keyring's
+ * link count may lag changes made behind keyfs's back until its next
+ * listing. */
+int kring_index_any(struct keyfs_backend *b, const struct keyfs_cred *c,
+		    kserial_t ring, struct kidx **xp)
+{
+	struct kkey *r = kkey_get(b, ring);
+
+	if (r && r->idx) {
+		*xp = r->idx;
+		return 0;
+	}
+	return kring_index(b, c, ring, xp);
 }
 
 /* keyfs cleared ring: its keys lose this parent, its index is empty. */

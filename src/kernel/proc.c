@@ -1,6 +1,7 @@
 /* proc.c: /proc/keys and /proc/key-users: parsing, the parse cache, quotas, by-id listings. */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -125,8 +126,9 @@ void pcache_free(struct pcache *pc)
 	memset(pc, 0, sizeof(*pc));
 }
 
-/* Replace the cache with a parse of text. */
-static int pcache_fill(struct pcache *pc, const char *text)
+/* Replace the cache with a parse of text read at when. */
+static int pcache_fill(struct pcache *pc, const char *text,
+		       struct timespec when)
 {
 	struct pcache n = { 0 };
 	size_t lines = 0, cap;
@@ -153,7 +155,7 @@ static int pcache_fill(struct pcache *pc, const char *text)
 		n.ents[i].next = n.slots[j];
 		n.slots[j] = &n.ents[i];
 	}
-	n.when = mono_now();
+	n.when = when;
 	n.valid = true;
 	pcache_free(pc);
 	*pc = n;
@@ -162,13 +164,14 @@ static int pcache_fill(struct pcache *pc, const char *text)
 
 static int kproc_read(struct keyfs_backend *b, char **text_alloc)
 {
+	struct timespec when = mono_now();
 	char *text;
 	int ret;
 
 	ret = slurp(PROC_KEYS, &text, NULL);
 	if (ret < 0)
 		return ret;
-	ret = pcache_fill(&b->proc, text);
+	ret = pcache_fill(&b->proc, text, when);
 	if (ret < 0 || !text_alloc)
 		free(text);
 	else
@@ -177,22 +180,215 @@ static int kproc_read(struct keyfs_backend *b, char **text_alloc)
 }
 
 /*
- * /proc/keys is dear: the kernel formats every key on the system and works
- * out possession for each.  It only tells what keyctl does not (expiry,
- * negative and pending states), so it is read again at most every
- * PROC_KEYS_MIN_AGE seconds even when the cache timeout is shorter; a key
- * that died is looked up in a fresh read (force).
+ * /proc/keys is dear: the kernel formats every key on the system (400 ms
+ * with 20,000 keys) and works out possession for each.  It only tells what
+ * keyctl does not: a timeout set outside keyfs, and why a dead key died.
+ * So no request waits for it but one about a key that just died (force):
+ * live keys take the last parse as it is, and a parse older than
+ * PROC_KEYS_MIN_AGE (or the cache timeout, if longer) asks a thread of the
+ * backend's own to read the file anew, off the request path.
  */
 #define PROC_KEYS_MIN_AGE	1.0
 
+struct prefresh {
+	pthread_t thread;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	bool want, stop;
+	bool have_next;
+	struct pcache next;	/* a parse the thread made, not yet taken */
+	pid_t pid;		/* the process the thread runs in */
+};
+
+/* The daemon forks into the background after keyfs may have looked at a
+ * key (root=): the child has no such thread, and its copy of the mutex may
+ * be held for good.  It drops the copy untouched, and starts its own. */
+static bool refresh_lost(struct keyfs_backend *b)
+{
+	if (!b->refresh || b->refresh->pid == getpid())
+		return false;
+	free(b->refresh);
+	b->refresh = NULL;
+	return true;
+}
+
+static void *refresh_run(void *arg)
+{
+	struct prefresh *r = arg;
+	struct pcache pc;
+	struct timespec when;
+	char *text;
+
+	pthread_mutex_lock(&r->mu);
+	for (;;) {
+		while (!r->want && !r->stop)
+			pthread_cond_wait(&r->cv, &r->mu);
+		if (r->stop)
+			break;
+		pthread_mutex_unlock(&r->mu);
+		memset(&pc, 0, sizeof(pc));
+		when = mono_now();
+		if (slurp(PROC_KEYS, &text, NULL) == 0) {
+			pcache_fill(&pc, text, when);
+			free(text);
+		}
+		pthread_mutex_lock(&r->mu);
+		pcache_free(&r->next);
+		r->next = pc;
+		r->have_next = pc.valid;
+		r->want = false;
+	}
+	pthread_mutex_unlock(&r->mu);
+	return NULL;
+}
+
+/* Started at the first need, not at init: the daemon may fork after. */
+static struct prefresh *refresh_start(void)
+{
+	struct prefresh *r = calloc(1, sizeof(*r));
+
+	if (!r)
+		return NULL;
+	r->pid = getpid();
+	pthread_mutex_init(&r->mu, NULL);
+	pthread_cond_init(&r->cv, NULL);
+	if (pthread_create(&r->thread, NULL, refresh_run, r) == 0) {
+		/* named so that one can tell it from the request threads */
+		pthread_setname_np(r->thread, "keyfs-prockeys");
+	} else {
+		pthread_mutex_destroy(&r->mu);
+		pthread_cond_destroy(&r->cv);
+		free(r);
+		return NULL;
+	}
+	return r;
+}
+
+void kproc_stop(struct keyfs_backend *b)
+{
+	struct prefresh *r;
+
+	refresh_lost(b);
+	r = b->refresh;
+	if (!r)
+		return;
+	pthread_mutex_lock(&r->mu);
+	r->stop = true;
+	pthread_cond_signal(&r->cv);
+	pthread_mutex_unlock(&r->mu);
+	pthread_join(r->thread, NULL);
+	pcache_free(&r->next);
+	pthread_mutex_destroy(&r->mu);
+	pthread_cond_destroy(&r->cv);
+	free(r);
+	b->refresh = NULL;
+}
+
+static double proc_max_age(const struct keyfs_backend *b)
+{
+	return b->cache_timeout > PROC_KEYS_MIN_AGE ?
+	       b->cache_timeout : PROC_KEYS_MIN_AGE;
+}
+
+/* Take the thread's latest parse, if newer; ask for another when the one
+ * kept is old.  Never waits for the file. */
+void kproc_peek(struct keyfs_backend *b)
+{
+	struct prefresh *r;
+
+	refresh_lost(b);
+	if (!b->refresh)
+		b->refresh = refresh_start();
+	r = b->refresh;
+	if (!r)
+		return;
+	pthread_mutex_lock(&r->mu);
+	if (r->have_next) {
+		if (!b->proc.valid || after(&r->next.when, &b->proc.when)) {
+			pcache_free(&b->proc);
+			b->proc = r->next;
+			memset(&r->next, 0, sizeof(r->next));
+		} else {
+			pcache_free(&r->next);
+		}
+		r->have_next = false;
+	}
+	if (!r->want && (!b->proc.valid || age_of(&b->proc.when) >= proc_max_age(b))) {
+		r->want = true;
+		pthread_cond_signal(&r->cv);
+	}
+	pthread_mutex_unlock(&r->mu);
+}
+
 int kproc_fresh(struct keyfs_backend *b, bool force)
 {
-	double max_age = b->cache_timeout > PROC_KEYS_MIN_AGE ?
-			 b->cache_timeout : PROC_KEYS_MIN_AGE;
-
-	if (!force && b->proc.valid && age_of(&b->proc.when) < max_age)
+	if (!force && b->proc.valid && age_of(&b->proc.when) < proc_max_age(b))
 		return 0;
 	return kproc_read(b, NULL);
+}
+
+/* ---- keys under construction, from /proc/key-users ---- */
+
+/* Read which uids have keys under construction (nkeys above ninstantiated). */
+static int kusers_read(struct keyfs_backend *b)
+{
+	unsigned long u, usage, nk, ni;
+	uid_t *list = NULL, *nl;
+	size_t n = 0;
+	const char *p;
+	char *text;
+	int ret;
+
+	b->kusers_gen++;	/* before the read: it tells of keys seen before */
+	ret = slurp(PROC_KEY_USERS, &text, NULL);
+	if (ret < 0)
+		return ret;
+	for (p = text; *p; p = next_line(p))
+		if (sscanf(p, " %lu: %lu %lu/%lu", &u, &usage, &nk, &ni) == 4 &&
+		    nk > ni) {
+			nl = realloc(list, (n + 1) * sizeof(*list));
+			if (!nl) {
+				ret = -ENOMEM;
+				break;
+			}
+			list = nl;
+			list[n++] = (uid_t)u;
+		}
+	free(text);
+	if (ret < 0) {
+		free(list);
+		b->kusers_gen = 0;	/* no answer: read again next time */
+		return ret;
+	}
+	free(b->kusers_pending);
+	b->kusers_pending = list;
+	b->nkusers_pending = n;
+	return 0;
+}
+
+/*
+ * Whether k may be under construction, where keyctl read would wait for
+ * it.  The kernel counts, per owner, keys and instantiated keys
+ * (/proc/key-users, one short line per user): an owner with equal counts
+ * has no key under construction, and a key once instantiated never is
+ * again.  One read tells of every key seen before it, so a listing's keys
+ * cost one read together.  0: not pending; 1: maybe; -errno.
+ */
+int kproc_maybe_pending(struct keyfs_backend *b, const struct kkey *k)
+{
+	int ret;
+
+	if (k->positive)
+		return 0;
+	if (!b->kusers_gen || k->seen_gen >= b->kusers_gen) {
+		ret = kusers_read(b);
+		if (ret < 0)
+			return ret;
+	}
+	for (size_t i = 0; i < b->nkusers_pending; i++)
+		if (b->kusers_pending[i] == k->uid)
+			return 1;
+	return 0;
 }
 
 struct pent *kproc_find(struct keyfs_backend *b, kserial_t s)
