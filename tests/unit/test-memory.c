@@ -536,9 +536,9 @@ static void test_store(void)
 	/* a save that fails undoes the change: the store's files and
 	 * directory are gone */
 	{
-		char journal[PATH_MAX];
+		char journal[4096];
 
-		snprintf(journal, sizeof(journal), "%s" STORE_JOURNAL_SUFFIX, store);
+		snprintf(journal, sizeof(journal), "%s.journal", store);
 		unlink(journal);
 	}
 	unlink(store);
