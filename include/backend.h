@@ -9,8 +9,11 @@ struct keyfs_backend;
 
 /* What a backend is started with.  Strings are owned by the caller and
  * outlive the backend. */
+struct crypto_key;
+
 struct backend_config {
 	const char *store;		/* memory: JSON file, or NULL */
+	const struct crypto_key *store_key; /* memory: the store's key, or NULL (crypto.h) */
 	const char *request_key;	/* memory: callout program, or NULL */
 	uid_t uid;			/* the mounter */
 	gid_t gid;

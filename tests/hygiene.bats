@@ -90,7 +90,10 @@ leaks()
 	chmod 500 "$BATS_TEST_TMPDIR"
 	# root ignores mode bits: make the store's directory unwritable another way
 	chattr +i "$BATS_TEST_TMPDIR" 2>/dev/null || skip "no chattr +i here"
+	# and its journal, which keyfs appends to through an open descriptor
+	chattr +i "$STORE.journal"
 	run kerrno write "$MNT/session/k2" "$M2"
+	chattr -i "$STORE.journal"
 	chattr -i "$BATS_TEST_TMPDIR"
 	chmod 700 "$BATS_TEST_TMPDIR"
 	refute_output OK

@@ -13,6 +13,7 @@ setup() {
 teardown() {
 	if [[ -n $IMMUTABLE ]]; then
 		chattr -i "$STORE_DIR" || true
+		[[ ! -e $STORE.journal ]] || chattr -i "$STORE.journal" || true
 	fi
 	if [[ -n ${MNT2:-} ]] && keyfs_is_mounted "$MNT2"; then
 		fusermount3 -u "$MNT2" || fusermount3 -u -z "$MNT2" || true
@@ -20,25 +21,34 @@ teardown() {
 	keyfs_unmount
 }
 
-# Make the store's directory unwritable, even for root: an immutable
-# directory (ext4, xfs, btrfs) refuses new names and renames.
+# Make the store unwritable, even for root: an immutable directory (ext4,
+# xfs, btrfs) refuses new names and renames, an immutable journal appends
+# (also through the descriptor keyfs holds).
 store_readonly() {
 	chattr +i "$STORE_DIR" 2>/dev/null ||
 		skip "chattr +i does not work on $STORE_DIR"
 	IMMUTABLE=1
+	[[ ! -e $STORE.journal ]] || chattr +i "$STORE.journal"
 }
 
 store_writable() {
 	chattr -i "$STORE_DIR"
+	[[ ! -e $STORE.journal ]] || chattr -i "$STORE.journal"
 	IMMUTABLE=
 }
 
-# The descriptions in the store file, one a line.
+# The descriptions in the store's files (snapshot, then the keys the
+# journal puts), one a line.
 store_descs() {
 	"$KEYFS_PY" -c '
-import json, sys
+import json, os, sys
 for k in json.load(open(sys.argv[1]))["keys"]:
-    print(k["description"])' "$STORE"
+    print(k["description"])
+if os.path.exists(sys.argv[1] + ".journal"):
+    for line in open(sys.argv[1] + ".journal").read().splitlines()[1:]:
+        for op in json.loads(line)["ops"]:
+            if "put" in op:
+                print(op["put"]["description"])' "$STORE"
 }
 
 # The file operations whose save fails: each says so and leaves nothing
@@ -59,7 +69,7 @@ check_failed_saves_undone() {
 	run kerrno write "$MNT/session/k1" changed
 	refute_output OK
 	assert_equal "$(cat "$MNT/session/k1")" old
-	run setfattr -n user.keyfs.perm -v 0x3f3f0000 "$MNT/session/k1"
+	run setfattr -n user.keyfs.perm -v 3f3f0000 "$MNT/session/k1"
 	assert_failure
 	assert_equal "$(getfattr --absolute-names --only-values -n user.keyfs.perm "$MNT/session/k1")" 0x3f010000
 }
@@ -111,7 +121,7 @@ check_failed_saves_undone() {
 	refute_line pring
 	refute_line inner
 	refute_line --regexp '^_pid'
-	grep -q "$(echo -n only | base64)" "$STORE" && fail "a process keyring payload is in the store"
+	grep -q "$(echo -n only | base64)" "$STORE" "$STORE.journal" && fail "a process keyring payload is in the store"
 	keyfs_unmount
 	keyfs_mount -o "store=$STORE"
 	assert_equal "$(cat "$MNT/session/both")" shared
@@ -162,6 +172,7 @@ check_failed_saves_undone() {
 	keyfs_unmount
 	echo secret > "$STORE_DIR/.keys.json.tmp.4242.0"
 	echo secret > "$STORE_DIR/.keys.json.tmp.77.3"
+	echo secret > "$STORE_DIR/.keys.json.journal.tmp.55.1"
 	echo keep > "$STORE_DIR/.keys.json.tmp.x"
 	echo keep > "$STORE_DIR/.other.json.tmp.1.0"
 	echo keep > "$STORE_DIR/keys.json.tmp.1.0"
@@ -169,6 +180,7 @@ check_failed_saves_undone() {
 	keyfs_mount -o "store=$STORE"
 	[ ! -e "$STORE_DIR/.keys.json.tmp.4242.0" ] || fail "stale temporary file kept"
 	[ ! -e "$STORE_DIR/.keys.json.tmp.77.3" ] || fail "stale temporary file kept"
+	[ ! -e "$STORE_DIR/.keys.json.journal.tmp.55.1" ] || fail "stale journal temporary file kept"
 	[ -e "$STORE_DIR/.keys.json.tmp.x" ]
 	[ -e "$STORE_DIR/.other.json.tmp.1.0" ]
 	[ -e "$STORE_DIR/keys.json.tmp.1.0" ]

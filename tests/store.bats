@@ -25,13 +25,18 @@ remount() {
 	echo -n v > "$MNT/session/k"
 	[ -f "$STORE" ]
 	assert_equal "$(stat -c %a "$STORE")" 600
-	# Beside the store only its lock, while mounted; nothing after.
+	# Beside the store only its journal and lock, while mounted; the
+	# journal after, empty but for its header.
 	run ls -A "$STORE_DIR"
 	assert_output "keys.json
+keys.json.journal
 keys.json.lock"
+	assert_equal "$(stat -c %a "$STORE.journal")" 600
 	keyfs_unmount
 	run ls -A "$STORE_DIR"
-	assert_output keys.json
+	assert_output "keys.json
+keys.json.journal"
+	assert_equal "$(wc -l < "$STORE.journal")" 1
 }
 
 @test "payloads, types, serials, links, perm, owner and expiry survive a remount" {

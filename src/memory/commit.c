@@ -1,4 +1,4 @@
-/* commit.c: the frame of every operation: gc on entry, reap on exit, save to the store or undo. */
+/* commit.c: the frame of every operation: gc on entry, reap on exit, a journal record in the store or undo; opening and closing the store. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,13 +29,14 @@ int mem_commit(struct keyfs_backend *b)
 	int ret;
 
 	mem_end(b);
-	if (!b->store)
+	if (!b->sf)
 		return 0;
 	ret = mem_image_build(b, &img);
-	/* A change only to what is never written (the process keyring and
-	 * what only it links) leaves the file as it is. */
-	if (ret == 0 && !store_image_same_file(&img, &b->snap))
-		ret = store_json_save(b->store, &img);
+	/* One journal record of what differs from what the store holds; a
+	 * change only to what is never written (the process keyring and what
+	 * only it links) writes nothing. */
+	if (ret == 0)
+		ret = store_commit(b->sf, &b->snap, &img);
 	if (ret < 0) {
 		store_image_free(&img);
 		/* The change was not saved, so it must not be seen either.
@@ -49,4 +50,45 @@ int mem_commit(struct keyfs_backend *b)
 	store_image_free(&b->snap);
 	b->snap = img;
 	return 0;
+}
+
+/* ---- the store: open, first save, close ---- */
+
+int mem_store_open(struct keyfs_backend *b, char *err, size_t errlen)
+{
+	struct store_image img = { 0 };
+	int ret;
+
+	ret = store_open(b->store, b->store_key, &img, &b->sf, err, errlen);
+	if (ret == 0)
+		ret = mem_model_load(b, &img, 0, err, errlen);
+	store_image_free(&img);
+	return ret;
+}
+
+int mem_store_save(struct keyfs_backend *b, bool created)
+{
+	int ret = mem_image_build(b, &b->snap);
+
+	/* A new store's special keyrings, and the keys load dropped (the
+	 * invalidated), go to the snapshot now; the journal starts empty. */
+	if (ret == 0 && created)
+		ret = store_flush(b->sf, &b->snap);
+	return ret;
+}
+
+void mem_store_close(struct keyfs_backend *b, bool flush)
+{
+	if (!b->sf)
+		return;
+	if (flush && store_pending(b->sf)) {
+		int ret = store_flush(b->sf, &b->snap);
+
+		if (ret < 0)
+			fprintf(stderr, "keyfs: %s: cannot write the snapshot at unmount (the journal keeps every change): %s\n",
+				b->store, strerror(-ret));
+	}
+	store_close(b->sf);
+	b->sf = NULL;
+	store_image_free(&b->snap);
 }

@@ -11,7 +11,6 @@
 static int mem_init(struct keyfs_backend **bp, const struct backend_config *cfg,
 		    char *err, size_t errlen)
 {
-	struct store_image img = { 0 };
 	struct keyfs_backend *b;
 	bool created;
 	int ret;
@@ -24,6 +23,7 @@ static int mem_init(struct keyfs_backend **bp, const struct backend_config *cfg,
 		return -ENOMEM;
 	}
 	b->store = cfg->store;
+	b->store_key = cfg->store_key;
 	b->request_key = cfg->request_key;
 	b->request_timeout = cfg->request_timeout ? cfg->request_timeout :
 			     MEM_CALLOUT_TIMEOUT;
@@ -35,10 +35,7 @@ static int mem_init(struct keyfs_backend **bp, const struct backend_config *cfg,
 	b->next_serial = MEM_FIRST_SERIAL;
 	mem_limits_read(b);
 	if (b->store) {
-		ret = store_json_load(b->store, &img, err, errlen);
-		if (ret == 0)
-			ret = mem_model_load(b, &img, 0, err, errlen);
-		store_image_free(&img);
+		ret = mem_store_open(b, err, errlen);
 		if (ret < 0)
 			goto fail;
 	}
@@ -48,9 +45,7 @@ static int mem_init(struct keyfs_backend **bp, const struct backend_config *cfg,
 	mem_gc(b);
 	mem_reap(b);
 	if (b->store) {
-		ret = mem_image_build(b, &b->snap);
-		if (ret == 0 && created)
-			ret = store_json_save(b->store, &b->snap);
+		ret = mem_store_save(b, created);
 		if (ret < 0) {
 			snprintf(err, errlen, "keyfs: cannot write %s: %s",
 				 b->store, strerror(-ret));
@@ -63,7 +58,7 @@ fail:
 	if (err && errlen && !err[0])
 		snprintf(err, errlen, "keyfs: memory backend: %s",
 			 strerror(-ret));
-	store_image_free(&b->snap);
+	mem_store_close(b, false);
 	mem_model_free(b);
 	free(b);
 	return ret;
@@ -73,7 +68,7 @@ static void mem_destroy(struct keyfs_backend *b)
 {
 	if (!b)
 		return;
-	store_image_free(&b->snap);
+	mem_store_close(b, true);
 	mem_model_free(b);
 	free(b);
 }

@@ -175,6 +175,8 @@ struct keyfs_backend {
 	unsigned long stamp;		/* counts traversals */
 
 	struct store_image snap;	/* with a store: what it holds */
+	struct store_file *sf;		/* with a store: its journal */
+	const struct crypto_key *store_key;	/* owned by the caller */
 };
 
 /*
@@ -403,6 +405,13 @@ void mem_begin(struct keyfs_backend *b);
  * with a store, save; if saving fails the model goes back to what the
  * store holds and the save's -errno is returned. */
 int mem_commit(struct keyfs_backend *b);
+/* With a store: load it (snapshot, then journal) into the model; once the
+ * model is whole, take its image as what the store holds (and write it
+ * when created says the special keyrings are new); close it, with flush
+ * (a clean unmount) writing the snapshot if the journal has records. */
+int mem_store_open(struct keyfs_backend *b, char *err, size_t errlen);
+int mem_store_save(struct keyfs_backend *b, bool created);
+void mem_store_close(struct keyfs_backend *b, bool flush);
 /* End an operation that failed after mem_begin: reap, nothing saved. */
 void mem_end(struct keyfs_backend *b);
 /* End an operation that only looked (describe, read, list, find, search):

@@ -245,12 +245,14 @@ int store_clean_temps(const char *path, uid_t uid)
 {
 	const char *slash = strrchr(path, '/');
 	char *dir;
+	char jbase[NAME_MAX + 16];
 	DIR *d;
 	struct dirent *e;
 	int removed = 0, dfd;
 
 	if (!slash || !slash[1])
 		return -EINVAL;
+	snprintf(jbase, sizeof(jbase), "%s" STORE_JOURNAL_SUFFIX, slash + 1);
 	dir = slash == path ? strdup("/") : strndup(path, (size_t)(slash - path));
 	if (!dir)
 		return -ENOMEM;
@@ -262,7 +264,10 @@ int store_clean_temps(const char *path, uid_t uid)
 	while ((e = readdir(d))) {
 		struct stat st;
 
-		if (!is_temp_name(e->d_name, slash + 1))
+		/* The snapshot's temporaries, and the journal's (its reset
+		 * writes ".BASE.journal.tmp.PID.N"). */
+		if (!is_temp_name(e->d_name, slash + 1) &&
+		    !is_temp_name(e->d_name, jbase))
 			continue;
 		/* Only a regular file of the mounter's: never follow a link,
 		 * never remove another user's file. */

@@ -62,7 +62,7 @@ bool store_utf8_valid(const char *str, size_t len)
 	return true;
 }
 
-static void key_free(struct store_key *k)
+void store_key_free(struct store_key *k)
 {
 	if (k->payload) {
 		explicit_bzero(k->payload, k->len);
@@ -81,7 +81,7 @@ void store_image_free(struct store_image *img)
 	if (!img)
 		return;
 	for (size_t i = 0; i < img->nkeys; i++)
-		key_free(&img->keys[i]);
+		store_key_free(&img->keys[i]);
 	free(img->keys);
 	memset(img, 0, sizeof(*img));
 }
@@ -91,7 +91,8 @@ static bool str_same(const char *a, const char *b)
 	return a == b || (a && b && strcmp(a, b) == 0);
 }
 
-static bool key_same(const struct store_key *a, const struct store_key *b)
+bool store_key_same_but_links(const struct store_key *a,
+			      const struct store_key *b)
 {
 	return a->serial == b->serial && str_same(a->type, b->type) &&
 	       str_same(a->desc, b->desc) && a->uid == b->uid &&
@@ -103,12 +104,16 @@ static bool key_same(const struct store_key *a, const struct store_key *b)
 	       a->ctime.tv_nsec == b->ctime.tv_nsec &&
 	       a->len == b->len &&
 	       (!a->len || memcmp(a->payload, b->payload, a->len) == 0) &&
-	       a->nlinks == b->nlinks &&
-	       (!a->nlinks ||
-		memcmp(a->links, b->links, a->nlinks * sizeof(*a->links)) == 0) &&
 	       str_same(a->restrict_type, b->restrict_type) &&
 	       str_same(a->restriction, b->restriction) &&
 	       a->restricted == b->restricted;
+}
+
+static bool key_same(const struct store_key *a, const struct store_key *b)
+{
+	return store_key_same_but_links(a, b) && a->nlinks == b->nlinks &&
+	       (!a->nlinks ||
+		memcmp(a->links, b->links, a->nlinks * sizeof(*a->links)) == 0);
 }
 
 /* The next key of img to be written, from *i on, or NULL. */

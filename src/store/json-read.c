@@ -531,32 +531,64 @@ static int json_fail(struct store_ctx *c, const json_error_t *jerr)
 	return -EINVAL;
 }
 
+int store_json_parse(struct store_ctx *c, const char *text, size_t len,
+		     struct store_image *img)
+{
+	struct store_image tmp = { 0 };
+	json_t *root;
+	json_error_t jerr;
+	int ret;
+
+	memset(img, 0, sizeof(*img));
+	store_json_init();
+	root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+	if (!root)
+		return json_fail(c, &jerr);
+	ret = image_from_json(c, root, &tmp);
+	json_decref(root);
+	if (ret == -ENOMEM)
+		store_fail_errno(c, "cannot load", ret);
+	if (ret == 0)
+		*img = tmp;
+	else
+		store_image_free(&tmp);
+	return ret;
+}
+
+int store_key_json_decode(struct store_ctx *c, const char *text, size_t len,
+			  struct store_key *k)
+{
+	json_t *o;
+	json_error_t jerr;
+	int ret;
+
+	memset(k, 0, sizeof(*k));
+	store_json_init();
+	o = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+	if (!o)
+		return store_fail(c, "a key that is not JSON");
+	ret = key_from_json(c, o, 0, k);
+	json_decref(o);
+	return ret;
+}
+
 int store_json_load(const char *path, struct store_image *img,
 		    char *err, size_t errlen)
 {
 	struct store_ctx c = { .path = path, .err = err, .errlen = errlen };
 	struct store_image tmp = { 0 };
 	struct store_buf b = { 0 };
-	json_t *root = NULL;
-	json_error_t jerr;
 	int ret;
 
 	memset(img, 0, sizeof(*img));
 	if (err && errlen)
 		err[0] = '\0';
-	store_json_init();
 	ret = store_file_read(&c, &b);
 	if (ret == -ENOENT)
 		return 0;
-	if (ret < 0)
-		goto out;
-	root = json_loadb(b.p, b.len, JSON_REJECT_DUPLICATES, &jerr);
+	if (ret == 0)
+		ret = store_json_parse(&c, b.p, b.len, &tmp);
 	store_buf_free(&b);
-	if (!root) {
-		ret = json_fail(&c, &jerr);
-		goto out;
-	}
-	ret = image_from_json(&c, root, &tmp);
 	if (ret == 0)
 		ret = store_image_check(&c, &tmp);
 	if (ret == -ENOMEM)
@@ -565,10 +597,6 @@ int store_json_load(const char *path, struct store_image *img,
 		*img = tmp;
 		memset(&tmp, 0, sizeof(tmp));
 	}
-out:
-	json_decref(root);
 	store_image_free(&tmp);
-	store_buf_free(&b);
 	return ret;
 }
-

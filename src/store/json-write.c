@@ -161,10 +161,9 @@ static int dump_cb(const char *s, size_t n, void *data)
 }
 
 
-int store_json_save(const char *path, const struct store_image *img)
+int store_json_dump(const struct store_image *img, struct store_buf *b)
 {
-	struct store_ctx c = { .path = path };
-	struct store_buf b = { 0 };
+	struct store_ctx c = { .path = "" };
 	json_t *root = NULL;
 	int ret;
 
@@ -174,19 +173,40 @@ int store_json_save(const char *path, const struct store_image *img)
 		return ret;
 	ret = image_to_json(img, &root);
 	if (ret < 0)
-		goto out;
+		return ret;
 	/* Dumped into a buffer of ours rather than by json_dumps(), so that
 	 * the one whole copy of the file's text is wiped when it is freed. */
-	if (json_dump_callback(root, dump_cb, &b, JSON_FLAGS_OUT) < 0 ||
-	    store_buf_append(&b, "\n", 1) < 0) {
+	if (json_dump_callback(root, dump_cb, b, JSON_FLAGS_OUT) < 0 ||
+	    store_buf_append(b, "\n", 1) < 0)
 		ret = -ENOMEM;
-		goto out;
-	}
 	json_decref(root);
-	root = NULL;
-	ret = store_file_write(path, &b);
-out:
-	json_decref(root);
+	return ret;
+}
+
+int store_key_json_encode(const struct store_key *k, struct store_buf *b)
+{
+	json_t *o;
+	int ret = 0;
+
+	store_json_init();
+	o = key_json(k);
+	if (!o)
+		return -ENOMEM;
+	if (json_dump_callback(o, dump_cb, b, JSON_COMPACT | JSON_PRESERVE_ORDER) < 0 ||
+	    store_buf_append(b, "", 1) < 0)
+		ret = -ENOMEM;
+	json_decref(o);
+	return ret;
+}
+
+int store_json_save(const char *path, const struct store_image *img)
+{
+	struct store_buf b = { 0 };
+	int ret;
+
+	ret = store_json_dump(img, &b);
+	if (ret == 0)
+		ret = store_file_write(path, &b);
 	store_buf_free(&b);
 	return ret;
 }

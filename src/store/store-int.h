@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "store.h"
 
@@ -74,5 +75,46 @@ int store_file_write(const char *path, const struct store_buf *b);
 /* Make jansson allocate through wiping functions; every json-*.c file calls
  * it before its first jansson call. */
 void store_json_init(void);
+
+/* A file's text into img, without store_image_check (a journal may still
+ * be replayed on it): 0, or -errno said in c. */
+int store_json_parse(struct store_ctx *c, const char *text, size_t len,
+		     struct store_image *img);
+/* One key object (keyfs-store(5)) into k: 0, or -errno said in c. */
+int store_key_json_decode(struct store_ctx *c, const char *text, size_t len,
+			  struct store_key *k);
+
+/* ---- json-write.c ---- */
+
+/* img, checked, as the snapshot's text appended to b. */
+int store_json_dump(const struct store_image *img, struct store_buf *b);
+/* One key as one line of compact JSON, NUL-terminated, appended to b
+ * (b->len counts the NUL). */
+int store_key_json_encode(const struct store_key *k, struct store_buf *b);
+
+/* image.c: free what k owns (payload wiped) and zero it. */
+void store_key_free(struct store_key *k);
+/* image.c: would k and l be written the same, links aside? */
+bool store_key_same_but_links(const struct store_key *a,
+			      const struct store_key *b);
+
+/* ---- persist.c, record.c: the open store ---- */
+
+struct journal;
+
+struct store_file {
+	char *path;			/* the snapshot */
+	char *jpath;			/* the journal */
+	const struct crypto_key *key;	/* NULL: plain */
+	struct journal_codec *codec;	/* NULL: plain */
+	struct journal *journal;	/* NULL: cannot be written, see jerr */
+	int jerr;			/* why the journal could not be opened */
+	uint64_t snapshot_bytes;	/* the snapshot's size, for compaction */
+	unsigned long pending;		/* records since the snapshot */
+};
+
+/* Write img as the snapshot (sealed with sf->key), atomically; its size
+ * goes to sf->snapshot_bytes. */
+int store_snapshot_write(struct store_file *sf, const struct store_image *img);
 
 #endif

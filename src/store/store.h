@@ -83,10 +83,49 @@ int store_lock_mark(int fd);
 void store_unlock(const char *path, int fd);
 
 /* file.c.  Remove the temporary files a keyfs killed during a save left
- * beside path (".BASE.tmp.PID.N"): only regular files of uid's whose names
+ * beside path (".BASE.tmp.PID.N", and the journal's
+ * ".BASE.journal.tmp.PID.N"): only regular files of uid's whose names
  * are exactly that pattern.  Call it holding the lock.  The number
  * removed, or -errno. */
 int store_clean_temps(const char *path, uid_t uid);
+
+/* ---- persist.c, commit.c: the store as a snapshot and a journal ---- */
+
+/* The journal is PATH STORE_JOURNAL_SUFFIX, beside the snapshot. */
+#define STORE_JOURNAL_SUFFIX	".journal"
+
+struct crypto_key;
+struct store_file;
+
+/* Load the store at path: its snapshot (sealed when key is given, see
+ * crypto.h), then its journal replayed on it, then checked as
+ * store_json_load checks; and open the journal for the changes to come.
+ * A torn last journal record is dropped with one warning line on stderr.
+ * key (may be NULL) is borrowed and must outlive *sfp.  0, or -errno with
+ * one line in err naming the file (and line); nothing is written. */
+int store_open(const char *path, const struct crypto_key *key,
+	       struct store_image *img, struct store_file **sfp,
+	       char *err, size_t errlen);
+
+/* Record what changed from old (what the store holds) to img as one
+ * journal record, on disk when it returns 0; nothing when the file would
+ * not change.  When the journal has grown past the compaction rule
+ * (journal.h), the snapshot is rewritten from img and the journal started
+ * again; a failure of that is only logged (the journal still holds it).
+ * -errno: the change is not in the store. */
+int store_commit(struct store_file *sf, const struct store_image *old,
+		 const struct store_image *img);
+
+/* Rewrite the snapshot from img (what the store holds) and empty the
+ * journal (clean unmount, a fresh store).  0 or -errno; on failure the
+ * journal still holds every change. */
+int store_flush(struct store_file *sf, const struct store_image *img);
+
+/* Records appended since the snapshot was last written. */
+unsigned long store_pending(const struct store_file *sf);
+
+/* Close; NULL is nothing.  Writes nothing. */
+void store_close(struct store_file *sf);
 
 /* Free everything img owns (payloads wiped first) and zero it. */
 void store_image_free(struct store_image *img);

@@ -533,7 +533,14 @@ static void test_store(void)
 	ok(ki.expiry > 0, "expiry kept");
 	is_int(ops->link(b, &me, s, kr), -EPERM, "restriction kept");
 
-	/* a save that fails undoes the change */
+	/* a save that fails undoes the change: the store's files and
+	 * directory are gone */
+	{
+		char journal[4096];
+
+		snprintf(journal, sizeof(journal), "%s.journal", store);
+		unlink(journal);
+	}
 	unlink(store);
 	rmdir(dir);
 	is_int(add(b, &me, "user", "lost", "x", s), -ENOENT,

@@ -1,0 +1,351 @@
+/* persist.c: opening a store: the snapshot (plain or sealed), the journal replayed on it, and writing the snapshot again. */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "crypto.h"
+#include "journal.h"
+#include "store-int.h"
+
+/* ---- the journal's ops on an image ---- */
+
+struct replay {
+	struct store_image *img;
+	const char *path;
+};
+
+/* The index of serial in img, or -1.  Linear: replay is bounded by the
+ * compaction rule to half a snapshot of records. */
+static ssize_t find(const struct store_image *img, kserial_t serial)
+{
+	for (size_t i = 0; i < img->nkeys; i++)
+		if (img->keys[i].serial == serial)
+			return (ssize_t)i;
+	return -1;
+}
+
+static ssize_t find_link(const struct store_key *r, kserial_t serial)
+{
+	for (size_t i = 0; i < r->nlinks; i++)
+		if (r->links[i] == serial)
+			return (ssize_t)i;
+	return -1;
+}
+
+static void drop_link(struct store_key *r, size_t i)
+{
+	memmove(&r->links[i], &r->links[i + 1],
+		(r->nlinks - i - 1) * sizeof(*r->links));
+	r->nlinks--;
+}
+
+static int op_put(struct replay *rp, const struct journal_op *op,
+		  char *err, size_t errlen)
+{
+	struct store_ctx c = { .path = rp->path, .err = err, .errlen = errlen };
+	struct store_image *img = rp->img;
+	struct store_key k;
+	ssize_t i;
+	int ret;
+
+	ret = store_key_json_decode(&c, op->key_json, op->key_len, &k);
+	if (ret < 0) {
+		store_key_free(&k);
+		return ret;
+	}
+	i = find(img, k.serial);
+	if (i >= 0) {
+		store_key_free(&img->keys[i]);
+		img->keys[i] = k;
+		return 0;
+	}
+	{
+		struct store_key *keys = realloc(img->keys, (img->nkeys + 1) *
+						 sizeof(*keys));
+
+		if (!keys) {
+			store_key_free(&k);
+			return -ENOMEM;
+		}
+		img->keys = keys;
+		img->keys[img->nkeys++] = k;
+	}
+	return 0;
+}
+
+static void op_del(struct store_image *img, kserial_t serial)
+{
+	ssize_t i = find(img, serial);
+
+	if (i >= 0) {
+		store_key_free(&img->keys[i]);
+		img->keys[i] = img->keys[--img->nkeys];
+	}
+	for (size_t j = 0; j < img->nkeys; j++) {
+		ssize_t l = find_link(&img->keys[j], serial);
+
+		if (l >= 0)
+			drop_link(&img->keys[j], (size_t)l);
+	}
+}
+
+static int op_link(struct replay *rp, const struct journal_op *op,
+		   char *err, size_t errlen)
+{
+	ssize_t i = find(rp->img, op->keyring);
+	struct store_key *r;
+	ssize_t old;
+	kserial_t *links;
+
+	if (i < 0) {
+		snprintf(err, errlen, "keyring %d is not in the store",
+			 (int)op->keyring);
+		return -EINVAL;
+	}
+	r = &rp->img->keys[i];
+	if (op->kind == JOURNAL_UNLINK) {
+		old = find_link(r, op->serial);
+		if (old >= 0)
+			drop_link(r, (size_t)old);
+		return 0;
+	}
+	if (find_link(r, op->serial) >= 0)
+		return 0;
+	old = op->replace ? find_link(r, op->replace) : -1;
+	if (old >= 0) {
+		r->links[old] = op->serial;
+		return 0;
+	}
+	links = realloc(r->links, (r->nlinks + 1) * sizeof(*links));
+	if (!links)
+		return -ENOMEM;
+	r->links = links;
+	r->links[r->nlinks++] = op->serial;
+	return 0;
+}
+
+static int apply(void *arg, const struct journal_record *rec, char *err,
+		 size_t errlen)
+{
+	struct replay *rp = arg;
+	struct store_image *img = rp->img;
+	kserial_t *slots[JOURNAL_NSPECIAL] = {
+		&img->session, &img->user, &img->user_session, &img->persistent
+	};
+	int ret = 0;
+
+	for (size_t n = 0; n < rec->nops && ret == 0; n++) {
+		const struct journal_op *op = &rec->ops[n];
+
+		switch (op->kind) {
+		case JOURNAL_PUT:
+			ret = op_put(rp, op, err, errlen);
+			break;
+		case JOURNAL_DEL:
+			op_del(img, op->serial);
+			break;
+		case JOURNAL_LINK:
+		case JOURNAL_UNLINK:
+			ret = op_link(rp, op, err, errlen);
+			break;
+		case JOURNAL_SPECIAL:
+			for (int s = 0; s < JOURNAL_NSPECIAL; s++)
+				if (op->has_special[s])
+					*slots[s] = op->special[s];
+			break;
+		}
+	}
+	if (ret == 0 && rec->next_serial > img->next_serial)
+		img->next_serial = rec->next_serial;
+	/* The journal prefixes the file and line; the key's own message
+	 * starts with "keyfs: PATH: ", which is said once already. */
+	if (ret == -EINVAL && err && errlen && strncmp(err, "keyfs: ", 7) == 0) {
+		size_t skip = 7 + strlen(rp->path) + 2;
+
+		if (strlen(err) >= skip)
+			memmove(err, err + skip, strlen(err + skip) + 1);
+	}
+	if (ret == -ENOMEM)
+		snprintf(err, errlen, "out of memory");
+	return ret;
+}
+
+/* ---- the snapshot ---- */
+
+static int read_snapshot(struct store_file *sf, struct store_image *img,
+			 char *err, size_t errlen)
+{
+	struct store_ctx c = { .path = sf->path, .err = err, .errlen = errlen };
+	struct store_buf b = { 0 };
+	void *plain = NULL;
+	size_t plen = 0;
+	char what[128];
+	int ret;
+
+	ret = store_file_read(&c, &b);
+	if (ret == -ENOENT)
+		return 0;
+	if (ret < 0)
+		goto out;
+	sf->snapshot_bytes = b.len;
+	if (crypto_is_sealed(b.p, b.len)) {
+		if (!sf->key) {
+			ret = store_fail(&c, "the store is encrypted: give its key with -o store_key=");
+			goto out;
+		}
+		ret = crypto_open_file(sf->key, b.p, b.len, &plain, &plen,
+				       what, sizeof(what));
+		if (ret < 0) {
+			ret = ret == -ENOMEM ? store_fail_errno(&c, "cannot load", ret)
+					     : (store_fail(&c, "%s", what), ret);
+			goto out;
+		}
+		ret = store_json_parse(&c, plain, plen, img);
+		explicit_bzero(plain, plen);
+		free(plain);
+	} else if (sf->key) {
+		ret = store_fail(&c, "the store is not encrypted, but store_key= was given");
+		ret = -ENOMSG;
+	} else {
+		ret = store_json_parse(&c, b.p, b.len, img);
+	}
+out:
+	store_buf_free(&b);
+	return ret;
+}
+
+int store_snapshot_write(struct store_file *sf, const struct store_image *img)
+{
+	struct store_buf b = { 0 }, sealed = { 0 };
+	int ret;
+
+	ret = store_json_dump(img, &b);
+	if (ret == 0 && sf->key) {
+		ret = crypto_seal_file(sf->key, b.p, b.len, &sealed.p, &sealed.len);
+		sealed.cap = sealed.len;
+		store_buf_free(&b);
+		b = sealed;
+	}
+	if (ret == 0)
+		ret = store_file_write(sf->path, &b);
+	if (ret == 0)
+		sf->snapshot_bytes = b.len;
+	store_buf_free(&b);
+	return ret;
+}
+
+/* ---- opening and closing ---- */
+
+static const struct journal_codec sealed_codec = {
+	.seal = crypto_seal_record,
+	.open = crypto_open_record,
+	.check_make = crypto_check_make,
+	.check_verify = crypto_check_verify,
+};
+
+int store_open(const char *path, const struct crypto_key *key,
+	       struct store_image *img, struct store_file **sfp,
+	       char *err, size_t errlen)
+{
+	struct store_ctx c = { .path = path, .err = err, .errlen = errlen };
+	struct journal_state st = { 0 };
+	struct store_file *sf;
+	struct replay rp = { .img = img, .path = path };
+	char warn[PATH_MAX + 128];
+	char jerr[512];
+	int ret;
+
+	memset(img, 0, sizeof(*img));
+	if (err && errlen)
+		err[0] = '\0';
+	sf = calloc(1, sizeof(*sf));
+	if (!sf || !(sf->path = strdup(path)) ||
+	    asprintf(&sf->jpath, "%s" STORE_JOURNAL_SUFFIX, path) < 0) {
+		if (sf)
+			sf->jpath = NULL;
+		ret = store_fail_errno(&c, "cannot load", -ENOMEM);
+		goto fail;
+	}
+	sf->key = key;
+	if (key) {
+		sf->codec = malloc(sizeof(*sf->codec));
+		if (!sf->codec) {
+			ret = store_fail_errno(&c, "cannot load", -ENOMEM);
+			goto fail;
+		}
+		*sf->codec = sealed_codec;
+		sf->codec->arg = (void *)key;
+	}
+	ret = read_snapshot(sf, img, err, errlen);
+	if (ret < 0)
+		goto fail;
+	store_json_init();
+	ret = journal_replay(sf->jpath, sf->codec, apply, &rp, &st,
+			     warn, sizeof(warn), jerr, sizeof(jerr));
+	if (ret < 0) {
+		snprintf(err, errlen, "keyfs: %s", jerr);
+		goto fail;
+	}
+	if (warn[0])
+		fprintf(stderr, "keyfs: warning: %s\n", warn);
+	if (st.last_seq)
+		sf->pending = 1;	/* records the snapshot does not hold */
+	ret = store_image_check(&c, img);
+	if (ret == -ENOMEM)
+		store_fail_errno(&c, "cannot load", ret);
+	if (ret < 0)
+		goto fail;
+	ret = journal_open(sf->jpath, sf->codec, &st, &sf->journal);
+	/* A store keyfs may not write is mounted all the same, as one whose
+	 * every change fails (and is undone) would be. */
+	if (ret == -EPERM || ret == -EACCES || ret == -EROFS) {
+		sf->jerr = ret;
+		ret = 0;
+	}
+	if (ret < 0) {
+		c.path = sf->jpath;
+		store_fail_errno(&c, "cannot open", ret);
+		goto fail;
+	}
+	*sfp = sf;
+	return 0;
+fail:
+	store_image_free(img);
+	store_close(sf);
+	return ret;
+}
+
+int store_flush(struct store_file *sf, const struct store_image *img)
+{
+	int ret;
+
+	if (!sf->journal)
+		return sf->jerr;
+	ret = store_snapshot_write(sf, img);
+
+	/* The snapshot holds everything: a crash before the reset replays
+	 * records it has already, which changes nothing (journal.h). */
+	if (ret == 0)
+		ret = journal_reset(sf->journal);
+	if (ret == 0)
+		sf->pending = 0;
+	return ret;
+}
+
+unsigned long store_pending(const struct store_file *sf)
+{
+	return sf ? sf->pending : 0;
+}
+
+void store_close(struct store_file *sf)
+{
+	if (!sf)
+		return;
+	journal_close(sf->journal);
+	free(sf->codec);
+	free(sf->jpath);
+	free(sf->path);
+	free(sf);
+}
