@@ -72,9 +72,8 @@ int store_file_write(const char *path, const struct store_buf *b);
 
 /* ---- json-read.c ---- */
 
-/* Make jansson allocate through wiping functions; every json-*.c file calls
- * it before its first jansson call. */
-void store_json_init(void);
+/* store_json_init (json-alloc.h): every jansson user calls it first. */
+#include "json-alloc.h"
 
 /* A file's text into img, without store_image_check (a journal may still
  * be replayed on it): 0, or -errno said in c. */
