@@ -19,6 +19,9 @@ int parse_hex32(const char *s, uint32_t *out);
 const char *key_state_name(enum key_state state);
 
 /* The state a word names.  0 or -EINVAL. */
+/* What an operation on a key in this state answers, as keyctl does: a
+ * dead key is described and listed but not used (0 for a live key). */
+int key_state_errno(enum key_state state);
 int key_state_parse(const char *s, enum key_state *out);
 
 #endif

@@ -8,6 +8,7 @@
 #include "attr.h"
 #include "handle.h"
 #include "keytype.h"
+#include "parse.h"
 #include "pending.h"
 #include "secmem.h"
 #include "perm.h"
@@ -96,23 +97,6 @@ static int load_payload(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 	return ret;
 }
 
-/* What opening a key in this state answers, as keyctl_read would: a dead
- * key is described (and listed) but cannot be opened. */
-static int state_err(enum key_state state)
-{
-	switch (state) {
-	case KEY_STATE_REVOKED:
-		return -EKEYREVOKED;
-	case KEY_STATE_EXPIRED:
-		return -EKEYEXPIRED;
-	case KEY_STATE_NEGATIVE:
-	case KEY_STATE_INVALIDATED:
-		return -ENOKEY;
-	default:
-		return 0;
-	}
-}
-
 int handle_open_key(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 		    const struct tnode *tn, int flags, struct handle **out)
 {
@@ -157,7 +141,7 @@ int handle_open_key(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 		goto fail;
 	h->max = ti.max_payload;
 	h->append = flags & O_APPEND;
-	ret = state_err(ki->state);
+	ret = key_state_errno(ki->state);
 	if (ret < 0)
 		goto fail;
 	if (h->serial && (flags & O_TRUNC) && acc != O_RDONLY) {

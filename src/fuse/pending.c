@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include "keytype.h"
+#include "parse.h"
 #include "pending.h"
 #include "perm.h"
 
@@ -32,17 +33,9 @@ static int keyring_writable(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 		return ret;
 	if (!keyfs_is_keyring_type(ki.type))
 		return -ENOTDIR;
-	switch (ki.state) {
-	case KEY_STATE_REVOKED:
-		return -EKEYREVOKED;
-	case KEY_STATE_EXPIRED:
-		return -EKEYEXPIRED;
-	case KEY_STATE_NEGATIVE:
-	case KEY_STATE_INVALIDATED:
-		return -ENOKEY;
-	default:
-		break;
-	}
+	ret = key_state_errno(ki.state);
+	if (ret < 0)
+		return ret;
 	return perm_check(c, ki.uid, ki.gid, ki.perm, ki.possessed, KEYFS_PERM_WRITE);
 }
 

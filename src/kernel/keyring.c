@@ -391,6 +391,28 @@ int kernel_list(struct keyfs_backend *b, const struct keyfs_cred *c,
 	return 0;
 }
 
+/* The name in keyring's listing, made anew.  Search alone lets the kernel
+ * find a key by name, though not read the keyring: keyfs lists it for the
+ * caller its check let in. */
+static int find_listed(struct keyfs_backend *b, const struct keyfs_cred *c,
+		       kserial_t keyring, const char *type, const char *desc,
+		       kserial_t *out)
+{
+	struct kidx *x;
+	struct ient *e;
+	int ret = kring_index(b, c, keyring, &x);
+
+	if (ret == -EACCES && !is_mounter(b, c))
+		ret = kring_index(b, NULL, keyring, &x);
+	if (ret < 0)
+		return ret;
+	e = kidx_by_name(b, x, type, desc);
+	if (!e)
+		return -ENOKEY;
+	*out = e->serial;
+	return 0;
+}
+
 /*
  * An index older than the cache timeout is not listed anew for one name:
  * that would cost the whole keyring per lookup.  keyctl search asks the
@@ -414,7 +436,6 @@ static int find_stale(struct keyfs_backend *b, const struct keyfs_cred *c,
 	struct ient *e = kidx_by_name(b, x, type, desc);
 	struct kkey *k;
 	long s;
-	int ret;
 
 	s = keyctl_search(keyring, type, desc, 0);
 	if (s > 0 && kidx_by_serial(x, (kserial_t)s)) {
@@ -427,16 +448,7 @@ static int find_stale(struct keyfs_backend *b, const struct keyfs_cred *c,
 		*out = e->serial;
 		return 0;
 	}
-	ret = kring_index(b, c, keyring, &x);
-	if (ret == -EACCES && !is_mounter(b, c))
-		ret = kring_index(b, NULL, keyring, &x);
-	if (ret < 0)
-		return ret;
-	e = kidx_by_name(b, x, type, desc);
-	if (!e)
-		return -ENOKEY;
-	*out = e->serial;
-	return 0;
+	return find_listed(b, c, keyring, type, desc, out);
 }
 
 /*
@@ -450,8 +462,6 @@ int kernel_find(struct keyfs_backend *b, const struct keyfs_cred *c,
 		kserial_t keyring, const char *type, const char *desc,
 		kserial_t *out)
 {
-	struct ient *e;
-	struct kidx *x;
 	struct kkey *r;
 	int ret;
 
@@ -471,18 +481,7 @@ int kernel_find(struct keyfs_backend *b, const struct keyfs_cred *c,
 	if (r && r->idx && !r->idx->unknown &&
 	    age_of(&r->idx->built) >= b->cache_timeout)
 		return find_stale(b, c, keyring, r->idx, type, desc, out);
-	ret = kring_index(b, c, keyring, &x);
-	/* search alone lets the kernel find a key by name, though not read
-	 * the keyring: keyfs lists it for the caller its check let in */
-	if (ret == -EACCES && !is_mounter(b, c))
-		ret = kring_index(b, NULL, keyring, &x);
-	if (ret < 0)
-		return ret;
-	e = kidx_by_name(b, x, type, desc);
-	if (!e)
-		return -ENOKEY;
-	*out = e->serial;
-	return 0;
+	return find_listed(b, c, keyring, type, desc, out);
 }
 
 /* ring's index as it is, listed only when there is none: a keyring's

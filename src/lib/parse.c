@@ -79,3 +79,18 @@ int key_state_parse(const char *s, enum key_state *out)
 		}
 	return -EINVAL;
 }
+
+int key_state_errno(enum key_state state)
+{
+	switch (state) {
+	case KEY_STATE_REVOKED:
+		return -EKEYREVOKED;
+	case KEY_STATE_EXPIRED:
+		return -EKEYEXPIRED;
+	case KEY_STATE_NEGATIVE:
+	case KEY_STATE_INVALIDATED:
+		return -ENOKEY;
+	default:
+		return 0;
+	}
+}
