@@ -231,7 +231,7 @@ static int kidx_refresh(struct keyfs_backend *b, const struct keyfs_cred *c,
 	/* The same listing as last time: the index stands as it is (keys
 	 * behind its serials are described when used, not here). */
 	if (r->idx && r->idx->list && r->idx->nlist == n &&
-	    memcmp(r->idx->list, list, n * sizeof(*list)) == 0) {
+	    (n == 0 || memcmp(r->idx->list, list, n * sizeof(*list)) == 0)) {
 		r->idx->built = mono_now();
 		return 0;
 	}
