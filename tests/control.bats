@@ -30,8 +30,6 @@ teardown_file()
 setup() { keyfs_mount; }
 teardown() { keyfs_unmount; }
 
-xget() { getfattr --absolute-names --only-values -n "user.keyfs.$1" -- "$2"; }
-
 # ctl FILE TEXT: write TEXT to .keyfs/FILE in one write(2); prints OK or
 # the errno's name.
 ctl() { kerrno write "$MNT/.keyfs/$1" "$2" w; }

@@ -2,30 +2,17 @@
 # faults.bats: a killed daemon, an exhausted quota and over-long input leave keys, stores and keyrings as every successful call left them.
 
 load lib/keyfs
+load lib/users
 
 # A second user for the quota test (as tests/perm.bats).
 setup_file()
 {
-	U2=
-	if [[ $(id -u) -eq 0 ]] && command -v useradd >/dev/null 2>&1 &&
-	   command -v setpriv >/dev/null 2>&1; then
-		U2=kfsflt$$
-		useradd --system --user-group --no-create-home \
-			--shell /usr/sbin/nologin "$U2" >/dev/null 2>&1 || U2=
-	fi
-	if [[ -n $U2 ]]; then
-		U2UID=$(id -u "$U2")
-		U2GID=$(id -g "$U2")
-	fi
-	export U2 U2UID U2GID
+	second_user_create kfsflt
 }
 
 teardown_file()
 {
-	if [[ -n ${U2:-} ]]; then
-		userdel "$U2" >/dev/null 2>&1 || true
-		groupdel "$U2" >/dev/null 2>&1 || true
-	fi
+	second_user_remove
 }
 
 setup()
@@ -36,18 +23,10 @@ setup()
 	else
 		keyfs_mount -o allow_other
 	fi
-	local d
-	d=$(dirname "$MNT")
-	while [[ $d != / && $d != "${TMPDIR:-/tmp}" && $d != /tmp ]]; do
-		chmod o+x "$d"
-		d=$(dirname "$d")
-	done
+	mount_reachable
 }
 
 teardown() { keyfs_unmount; }
-
-as2_errno() { setpriv --reuid="$U2UID" --regid="$U2GID" --clear-groups -- "$KEYFS_PY" -c "$KEYFS_ERRNO_PY" "$@"; }
-xget() { getfattr --absolute-names --only-values -n "user.keyfs.$1" -- "$2"; }
 
 # sigkill: kill the daemon and reap it; the mount stays, dead.
 sigkill()

@@ -7,30 +7,17 @@
 # then sets the permission that grants it and shows that it works.
 
 load lib/keyfs
+load lib/users
 
 # A second user, made for this file and removed after it (as tests/perm.bats).
 setup_file()
 {
-	U2=
-	if [[ $(id -u) -eq 0 ]] && command -v useradd >/dev/null 2>&1 &&
-	   command -v setpriv >/dev/null 2>&1; then
-		U2=kfsiso$$
-		useradd --system --user-group --no-create-home \
-			--shell /usr/sbin/nologin "$U2" >/dev/null 2>&1 || U2=
-	fi
-	if [[ -n $U2 ]]; then
-		U2UID=$(id -u "$U2")
-		U2GID=$(id -g "$U2")
-	fi
-	export U2 U2UID U2GID
+	second_user_create kfsiso
 }
 
 teardown_file()
 {
-	if [[ -n ${U2:-} ]]; then
-		userdel "$U2" >/dev/null 2>&1 || true
-		groupdel "$U2" >/dev/null 2>&1 || true
-	fi
+	second_user_remove
 }
 
 # The fixture: session/ring (R) holds the key k (K) and the empty keyring
@@ -40,12 +27,7 @@ setup()
 {
 	[[ -n $U2 ]] || skip "cannot create a second user (needs root, useradd, setpriv)"
 	keyfs_mount -o allow_other,attr_timeout=0,entry_timeout=0
-	local d
-	d=$(dirname "$MNT")
-	while [[ $d != / && $d != "${TMPDIR:-/tmp}" && $d != /tmp ]]; do
-		chmod o+x "$d"
-		d=$(dirname "$d")
-	done
+	mount_reachable
 	mkdir "$MNT/session/ring" "$MNT/session/dst" "$MNT/session/ring/sub"
 	echo -n secret-k >"$MNT/session/ring/k"
 	R=$(ino "$MNT/session/ring")
@@ -63,15 +45,8 @@ setup()
 
 teardown() { keyfs_unmount; }
 
-xset() { setfattr -n "user.keyfs.$1" -v "\"$2\"" -- "$3"; }
-xget() { getfattr --absolute-names --only-values -n "user.keyfs.$1" -- "$2"; }
-
 # perm SERIAL PERM: set a permission as root, through the mount.
 perm() { xset perm "$2" "$MNT/by-id/$1"; }
-
-# as2 CMD...: run CMD as the second user, no supplementary groups.
-as2() { setpriv --reuid="$U2UID" --regid="$U2GID" --clear-groups -- "$@"; }
-as2_errno() { as2 "$KEYFS_PY" -c "$KEYFS_ERRNO_PY" "$@"; }
 
 # The state of the fixture as root sees it: through the mount on both
 # backends, and through keyctl (rdescribe, print, rlist, /proc/keys flags

@@ -2,57 +2,27 @@
 # perm.bats: permissions (SPEC §5): mode bits as a view of perm, chmod, chown, and a second user.
 
 load lib/keyfs
+load lib/users
 
 # A second user, made for this file and removed after it.
 setup_file()
 {
-	U2=
-	if [[ $(id -u) -eq 0 ]] && command -v useradd >/dev/null 2>&1 &&
-	   command -v setpriv >/dev/null 2>&1; then
-		U2=kfsperm$$
-		useradd --system --user-group --no-create-home \
-			--shell /usr/sbin/nologin "$U2" >/dev/null 2>&1 || U2=
-	fi
-	if [[ -n $U2 ]]; then
-		U2UID=$(id -u "$U2")
-		U2GID=$(id -g "$U2")
-	fi
-	export U2 U2UID U2GID
+	second_user_create kfsperm
 }
 
 teardown_file()
 {
-	if [[ -n ${U2:-} ]]; then
-		userdel "$U2" >/dev/null 2>&1 || true
-		groupdel "$U2" >/dev/null 2>&1 || true
-	fi
+	second_user_remove
 }
 
 setup()
 {
 	keyfs_mount -o allow_other
-	# The second user must reach the mount point through the test's own
-	# temporary directories (mktemp makes them 0700).
-	local d
-	d=$(dirname "$MNT")
-	while [[ $d != / && $d != "${TMPDIR:-/tmp}" && $d != /tmp ]]; do
-		chmod o+x "$d"
-		d=$(dirname "$d")
-	done
+	mount_reachable
 }
 
 teardown() { keyfs_unmount; }
 
-need_u2() { [[ -n $U2 ]] || skip "cannot create a second user (needs root, useradd, setpriv)"; }
-
-# as2 CMD...: run CMD as the second user, no supplementary groups.
-as2() { setpriv --reuid="$U2UID" --regid="$U2GID" --clear-groups -- "$@"; }
-
-# as2_errno OP ARGS...: kerrno as the second user.
-as2_errno() { as2 "$KEYFS_PY" -c "$KEYFS_ERRNO_PY" "$@"; }
-
-xget() { getfattr --absolute-names --only-values -n "user.keyfs.$1" -- "$2"; }
-xset() { setfattr -n "user.keyfs.$1" -v "\"$2\"" -- "$3"; }
 kperm() { keyctl rdescribe "$1" | cut -d';' -f4; }
 
 # newkey NAME PERM: a key in session with this payload-name and perm; prints

@@ -6,8 +6,6 @@ load lib/keyfs
 setup() { keyfs_mount; }
 teardown() { keyfs_unmount; }
 
-xget() { getfattr --absolute-names --only-values -n "user.keyfs.$1" -- "$2"; }
-
 @test "setfattr -v 0x3f3f0000 (4 raw bytes) sets perm as the big-endian mask" {
 	echo v >"$MNT/session/k"
 	run setfattr -n user.keyfs.perm -v 0x3f3f0000 "$MNT/session/k"

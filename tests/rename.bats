@@ -2,36 +2,14 @@
 # rename.bats: rename and link (keyfs(1) "Renaming and linking"): rotation under readers, what a new name carries, EXDEV.
 
 load lib/keyfs
+load lib/users
 
 # A second user, made for this file and removed after it (a key's owner).
-setup_file()
-{
-	U2=
-	if [[ $(id -u) -eq 0 ]] && command -v useradd >/dev/null 2>&1; then
-		U2=kfsren$$
-		useradd --system --user-group --no-create-home \
-			--shell /usr/sbin/nologin "$U2" >/dev/null 2>&1 || U2=
-	fi
-	if [[ -n $U2 ]]; then
-		U2UID=$(id -u "$U2")
-		U2GID=$(id -g "$U2")
-	fi
-	export U2 U2UID U2GID
-}
-
-teardown_file()
-{
-	if [[ -n ${U2:-} ]]; then
-		userdel "$U2" >/dev/null 2>&1 || true
-		groupdel "$U2" >/dev/null 2>&1 || true
-	fi
-}
+setup_file() { second_user_create kfsren; }
+teardown_file() { second_user_remove; }
 
 setup() { keyfs_mount; }
 teardown() { keyfs_unmount; }
-
-xget() { getfattr --absolute-names --only-values -n "user.keyfs.$1" -- "$2"; }
-xset() { setfattr -n "user.keyfs.$1" -v "\"$2\"" -- "$3"; }
 
 # The reader of the rotation test: opens and reads KEY until STOP exists
 # (or LIMIT seconds pass), making STOP.ready after its first read, and

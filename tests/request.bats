@@ -2,30 +2,17 @@
 # request.bats: the memory backend's request_key= callout: its timeout, its process group, and other users meanwhile.
 
 load lib/keyfs
+load lib/users
 
 # A second user, made for this file and removed after it (as perm.bats).
 setup_file()
 {
-	U2=
-	if [[ $(id -u) -eq 0 ]] && command -v useradd >/dev/null 2>&1 &&
-	   command -v setpriv >/dev/null 2>&1; then
-		U2=kfsreq$$
-		useradd --system --user-group --no-create-home \
-			--shell /usr/sbin/nologin "$U2" >/dev/null 2>&1 || U2=
-	fi
-	if [[ -n $U2 ]]; then
-		U2UID=$(id -u "$U2")
-		U2GID=$(id -g "$U2")
-	fi
-	export U2 U2UID U2GID
+	second_user_create kfsreq
 }
 
 teardown_file()
 {
-	if [[ -n ${U2:-} ]]; then
-		userdel "$U2" >/dev/null 2>&1 || true
-		groupdel "$U2" >/dev/null 2>&1 || true
-	fi
+	second_user_remove
 }
 
 setup()
@@ -43,10 +30,6 @@ teardown()
 	done
 	keyfs_unmount
 }
-
-need_u2() { [[ -n $U2 ]] || skip "cannot create a second user (needs root, useradd, setpriv)"; }
-
-as2() { setpriv --reuid="$U2UID" --regid="$U2GID" --clear-groups -- "$@"; }
 
 ctl() { kerrno write "$MNT/.keyfs/$1" "$2" w; }
 
@@ -142,12 +125,7 @@ now_ms() { echo $(($(date +%s%N) / 1000000)); }
 @test "memory: while one caller's callout hangs, another user's requests are answered" {
 	need_u2
 	keyfs_mount -o "allow_other,request_key=$CALLOUT,request_timeout=30"
-	local d
-	d=$(dirname "$MNT")
-	while [[ $d != / && $d != "${TMPDIR:-/tmp}" && $d != /tmp ]]; do
-		chmod o+x "$d"
-		d=$(dirname "$d")
-	done
+	mount_reachable
 	echo -n hello >"$MNT/session/k"
 	ctl request "user hang:1 x" >"$BATS_TEST_TMPDIR/req.out" &
 	local req=$!

@@ -6,7 +6,6 @@ load lib/keyfs
 setup() { keyfs_mount; }
 teardown() { keyfs_unmount; }
 
-
 @test "a key read again and again reads the same, whole" {
 	printf 'first payload' | cat >"$MNT/session/k"
 	for _ in 1 2 3 4 5; do

@@ -76,11 +76,9 @@ teardown() { keyfs_unmount; }
 need_xa() { [[ -n $XA ]] || skip "no C compiler for the xattr helper"; }
 
 # xget NAME PATH: the value of user.keyfs.NAME.
-xget() { getfattr --absolute-names --only-values -n "user.keyfs.$1" -- "$2"; }
 
 # xset NAME VALUE PATH: set it as text (setfattr reads a leading 0x as
 # hex-encoded bytes, so the value is quoted).
-xset() { setfattr -n "user.keyfs.$1" -v "\"$2\"" -- "$3"; }
 
 # xnames PATH: the names listxattr gives, one a line, sorted.
 xnames()

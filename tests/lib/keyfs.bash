@@ -389,3 +389,8 @@ klinks()
 	keyctl rdescribe "$2" >/dev/null 2>&1 || return 1
 	keyctl rlist "$1" 2>/dev/null | tr ' ' '\n' | grep -qx -- "$2"
 }
+
+# xget NAME PATH / xset NAME VALUE PATH: a user.keyfs.NAME attribute, the
+# value written as a JSON string as the man page shows it.
+xget() { getfattr --absolute-names --only-values -n "user.keyfs.$1" -- "$2"; }
+xset() { setfattr -n "user.keyfs.$1" -v "\"$2\"" -- "$3"; }
