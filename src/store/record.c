@@ -93,8 +93,8 @@ static int diff_keyring(struct diff *d, const struct store_key *a,
 	if (b->nlinks == a->nlinks + 1 && i == a->nlinks)
 		return diff_simple(d, JOURNAL_LINK, b->serial, b->links[i], 0);
 	if (a->nlinks == b->nlinks + 1 &&
-	    memcmp(a->links + i + 1, b->links + i,
-		   (b->nlinks - i) * sizeof(*b->links)) == 0)
+	    (i == b->nlinks || memcmp(a->links + i + 1, b->links + i,
+				      (b->nlinks - i) * sizeof(*b->links)) == 0))
 		return diff_simple(d, JOURNAL_UNLINK, b->serial, a->links[i], 0);
 	if (a->nlinks == b->nlinks && i < n &&
 	    memcmp(a->links + i + 1, b->links + i + 1,
@@ -148,8 +148,8 @@ static int diff_keys(struct diff *d, const struct store_image *old,
 		} else {
 			if (!store_key_same_but_links(a[i], b[j]) ||
 			    a[i]->nlinks != b[j]->nlinks ||
-			    memcmp(a[i]->links, b[j]->links,
-				   a[i]->nlinks * sizeof(*a[i]->links)) != 0)
+			    (a[i]->nlinks && memcmp(a[i]->links, b[j]->links,
+				   a[i]->nlinks * sizeof(*a[i]->links)) != 0))
 				ret = diff_keyring(d, a[i], b[j]);
 			i++;
 			j++;
