@@ -1,4 +1,5 @@
 /* journal-record.c: one journal record to its JSON line and back (the format is in journal.h). */
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
@@ -323,7 +324,14 @@ static int record_fields(json_t *root, uint64_t last_seq,
 	}
 	json_object_foreach(root, k, v) {
 		if (strcmp(k, "seq") && strcmp(k, "next_serial") && strcmp(k, "ops")) {
-			snprintf(lineerr, errlen, "unknown field \"%.40s\"", k);
+			char name[41];
+			size_t i;
+
+			/* the message is one line: the name as text, at most 40 */
+			for (i = 0; k[i] && i < sizeof(name) - 1; i++)
+				name[i] = isprint((unsigned char)k[i]) ? k[i] : '?';
+			name[i] = '\0';
+			snprintf(lineerr, errlen, "unknown field \"%s\"", name);
 			return -EINVAL;
 		}
 	}

@@ -118,6 +118,10 @@ static int fail_line(char *err, size_t errlen, const char *path, unsigned line,
 		snprintf(err, errlen, "%s: %s", path, what);
 	else
 		snprintf(err, errlen, "%s:%u: %s", path, line, what);
+	/* One line, whatever the file held (jansson quotes what it read). */
+	for (char *p = err; *p; p++)
+		if (*p == '\n' || *p == '\r')
+			*p = ' ';
 	return r;
 }
 

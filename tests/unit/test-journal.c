@@ -216,6 +216,13 @@ static void test_corrupt(void)
 	write_file(p, text);
 	is_int(replay(p, &s, NULL, warn, err), -EINVAL, "an unknown field is refused");
 
+	/* found by fuzzing: a field name holding an escaped newline */
+	snprintf(text, sizeof(text), "%s%s", hdr, "{\"se\\nq\":1,\"ops\":[]}\n");
+	write_file(p, text);
+	is_int(replay(p, &s, NULL, warn, err), -EINVAL, "an unknown field with a newline is refused");
+	ok(err[0] && !strchr(err, '\n') && strstr(err, "unknown field \"se?q\""),
+	   "the message stays one line: %s", err);
+
 	snprintf(text, sizeof(text), "%s%s", hdr, "{\"seq\":1,\"ops\":[{\"link\":[2,2]}]}\n");
 	write_file(p, text);
 	is_int(replay(p, &s, NULL, warn, err), -EINVAL, "a keyring linking itself is refused");
