@@ -64,6 +64,12 @@ fi
 KEYFS_BACKEND=$backend
 export KEYFS_BACKEND KEYFS_BIN
 
+# No test takes minutes: one that does is stuck, and fails (bats kills its
+# children) instead of holding up the whole run.  The harness's watchdog
+# (KEYFS_WATCHDOG in lib/keyfs.bash) catches a wedged daemon sooner.
+BATS_TEST_TIMEOUT=${BATS_TEST_TIMEOUT:-600}
+export BATS_TEST_TIMEOUT
+
 have_files=
 for arg in "$@"; do
 	case $arg in

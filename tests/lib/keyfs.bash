@@ -29,6 +29,11 @@ fi
 # Bounded waits, in tenths of a second.
 KEYFS_MOUNT_WAIT=${KEYFS_MOUNT_WAIT:-50}
 KEYFS_EXIT_WAIT=${KEYFS_EXIT_WAIT:-100}
+# A daemon still running this many seconds after its mount is wedged: the
+# watchdog writes its threads' stacks to its log and kills it, so that the
+# test fails with the stacks instead of hanging the whole run.
+KEYFS_WATCHDOG=${KEYFS_WATCHDOG:-300}
+KEYFS_WATCHDOG_PID=
 
 KEYFS_PID=
 KEYFS_SESSION=
@@ -86,6 +91,7 @@ keyfs_start()
 	# Close fd 3 in the daemon: bats waits for every holder of it.
 	"$KEYFS_BIN" -f "$@" >>"$KEYFS_LOG" 2>&1 3>&- </dev/null &
 	KEYFS_PID=$!
+	keyfs_watchdog_start "$KEYFS_PID" "$KEYFS_LOG"
 	for ((i = 0; i < KEYFS_MOUNT_WAIT; i++)); do
 		if mountpoint -q "$MNT"; then
 			return 0
@@ -102,6 +108,40 @@ $(cat "$KEYFS_LOG")"
 	fail "keyfs did not mount $MNT within $((KEYFS_MOUNT_WAIT / 10)) s; log:
 $(cat "$KEYFS_LOG")"
 	return 1
+}
+
+# keyfs_watchdog_start PID LOG: see KEYFS_WATCHDOG.  The watchdog holds
+# none of bats's descriptors, so bats never waits for it.
+keyfs_watchdog_start()
+{
+	local pid=$1 log=$2
+
+	keyfs_watchdog_stop
+	(
+		# wait, unlike a foreground sleep, lets the TERM trap run at once
+		trap 'kill "$s" 2>/dev/null; exit 0' TERM
+		sleep "$KEYFS_WATCHDOG" &
+		s=$!
+		wait "$s"
+		kill -0 "$pid" 2>/dev/null || exit 0
+		{
+			echo "keyfs-test-watchdog: keyfs (pid $pid) still runs after $KEYFS_WATCHDOG s; its threads:"
+			if command -v gdb >/dev/null 2>&1; then
+				timeout 60 gdb -p "$pid" -batch -ex 'thread apply all bt' 2>&1
+			fi
+			ps -o pid,stat,wchan:32,cmd --ppid "$pid" 2>&1
+		} >>"$log"
+		kill -9 "$pid" 2>/dev/null
+	) 3>&- 4>&- </dev/null >/dev/null 2>&1 &
+	KEYFS_WATCHDOG_PID=$!
+}
+
+keyfs_watchdog_stop()
+{
+	[[ -n $KEYFS_WATCHDOG_PID ]] || return 0
+	kill "$KEYFS_WATCHDOG_PID" 2>/dev/null
+	wait "$KEYFS_WATCHDOG_PID" 2>/dev/null
+	KEYFS_WATCHDOG_PID=
 }
 
 # keyfs_mount [ARGS...]: mount the backend under test on
@@ -152,6 +192,13 @@ keyfs_unmount()
 		fi
 		wait "$KEYFS_PID" 2>/dev/null || rc=$?
 		KEYFS_PID=
+	fi
+	keyfs_watchdog_stop
+	if [[ -n ${KEYFS_LOG:-} && -f $KEYFS_LOG ]] &&
+	   grep -q 'keyfs-test-watchdog' "$KEYFS_LOG"; then
+		fail "keyfs was wedged; the watchdog killed it; log:
+$(cat "$KEYFS_LOG")"
+		return 1
 	fi
 	# fail only prints and returns 1: bats may run teardown without -e.
 	if [[ -n ${KEYFS_LOG:-} && -f $KEYFS_LOG ]] &&
