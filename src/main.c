@@ -134,6 +134,26 @@ static void warn_unlocked_payloads(void)
 	secmem_free(probe);
 }
 
+/* Descriptors the caller left open - its shell's pipe, say - would stay
+ * open for as long as the daemon runs, and whoever reads the pipe's other
+ * end would wait for the daemon to exit.  Keep 0-2, and a /dev/fd/N mount
+ * point (the way mount.fuse3 can hand over /dev/fuse). */
+static void close_inherited_fds(int argc, char *argv[])
+{
+	int keep = -1;
+
+	for (int i = 1; i < argc; i++)
+		if (strncmp(argv[i], "/dev/fd/", 8) == 0)
+			keep = atoi(argv[i] + 8);
+	if (keep < 3) {
+		close_range(3, ~0U, 0);
+		return;
+	}
+	if (keep > 3)
+		close_range(3, (unsigned)keep - 1, 0);
+	close_range((unsigned)keep + 1, ~0U, 0);
+}
+
 int main(int argc, char *argv[])
 {
 	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
@@ -143,6 +163,7 @@ int main(int argc, char *argv[])
 	/* No core dump and no ptrace by other users: the daemon's memory
 	 * holds payloads.  First, before any is read. */
 	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+	close_inherited_fds(argc, argv);
 	warn_unlocked_payloads();
 	memset(&ctx, 0, sizeof(ctx));
 	ctx.store_lock = -1;
