@@ -48,6 +48,7 @@ static void node_free(struct node *n)
 {
 	free(n->type);
 	free(n->desc);
+	free(n->creator_groups);
 	free(n);
 }
 

@@ -64,7 +64,7 @@ struct node {
 	 * credentials, whoever writes it; taken counts removals and moves by
 	 * anyone else, which make the creator's open files fail at close. */
 	struct keyfs_cred creator;
-	gid_t creator_groups[KEYFS_GROUPS_MAX];
+	gid_t *creator_groups;	/* owned (malloc'd, creator.ngroups of them) */
 	unsigned taken;
 };
 

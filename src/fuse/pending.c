@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -82,20 +83,36 @@ static int check_future(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 }
 
 /* The creator's identity, groups included, outlives its request: the key
- * is made with it. */
-static void set_creator(struct node *n, const struct keyfs_cred *c)
+ * is made with it.  The groups are copied before the node is made, so
+ * that running out of memory leaves nothing behind; *groupsp is
+ * malloc'd (NULL for none) and the node owns it once set_creator ran. */
+static int copy_groups(const struct keyfs_cred *c, gid_t **groupsp, int *ngp)
 {
 	const gid_t *groups = NULL;
 	int ng = cred_groups(c, &groups);
 
+	*groupsp = NULL;
+	*ngp = 0;
 	if (ng > KEYFS_GROUPS_MAX)
 		ng = KEYFS_GROUPS_MAX;
-	if (ng > 0)
-		memcpy(n->creator_groups, groups, (size_t)ng * sizeof(gid_t));
+	if (ng <= 0 || !groups)
+		return 0;
+	*groupsp = malloc((size_t)ng * sizeof(gid_t));
+	if (!*groupsp)
+		return -ENOMEM;
+	memcpy(*groupsp, groups, (size_t)ng * sizeof(gid_t));
+	*ngp = ng;
+	return 0;
+}
+
+static void set_creator(struct node *n, const struct keyfs_cred *c,
+			gid_t *groups, int ng)
+{
+	n->creator_groups = groups;
 	n->creator = *c;
 	n->creator.lazy = NULL;
-	n->creator.groups = n->creator_groups;
-	n->creator.ngroups = ng > 0 ? ng : 0;
+	n->creator.groups = groups;
+	n->creator.ngroups = ng;
 }
 
 int pending_create(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
@@ -104,7 +121,8 @@ int pending_create(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 {
 	struct node *n = node_find_pending(ctx->nodes, keyring, type, desc);
 	struct timespec now;
-	int ret;
+	gid_t *groups = NULL;
+	int ret, ng = 0;
 
 	/* Someone's entry is there already: opening it is decided by its
 	 * rules, not made anew. */
@@ -117,17 +135,21 @@ int pending_create(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 		ret = 0;
 	if (ret == 0)
 		ret = keyring_writable(ctx, c, keyring);
+	if (ret == 0)
+		ret = copy_groups(c, &groups, &ng);
 	if (ret < 0)
 		return ret;
 	n = node_new(ctx->nodes, NODE_PENDING, type, desc);
-	if (!n)
+	if (!n) {
+		free(groups);
 		return -ENOMEM;
+	}
 	clock_gettime(CLOCK_REALTIME, &now);
 	n->parent = keyring;
 	n->uid = c->uid;
 	n->gid = c->gid;
 	n->mtime = n->ctime = now;
-	set_creator(n, c);
+	set_creator(n, c, groups, ng);
 	*out = n;
 	return 0;
 }
