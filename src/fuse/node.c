@@ -5,8 +5,11 @@
 
 #include "node.h"
 
-#define NODE_BUCKETS 256	/* pending entries are few; a small table is plenty */
-#define KEYREF_BUCKETS 1024	/* one per key inode the kernel holds */
+/* Both tables start small and double when they hold as many entries as
+ * slots: every created key leaves a node for as long as the kernel holds
+ * its inode, and every key looked up a keyref, so either may hold
+ * 100,000 entries, or 10. */
+#define TABLE_MIN_SLOTS 64
 
 /* The kernel's lookup count of one key's inode.  Counted so that, after a
  * rename, the inode can stand for the key that took its payload for
@@ -18,8 +21,10 @@ struct keyref {
 };
 
 struct node_table {
-	struct node *bucket[NODE_BUCKETS];
-	struct keyref *keyref[KEYREF_BUCKETS];
+	struct node **bucket;
+	size_t nbucket, nnode;
+	struct keyref **keyref;
+	size_t nkeyref_slot, nkeyref;
 	struct node *all;	/* every node, for the per-keyring walks */
 	/* The pending nodes that may still be live, so that looking a name up
 	 * does not walk every node: an instantiated entry stays in the table
@@ -30,18 +35,50 @@ struct node_table {
 	uint64_t next_ino;
 };
 
-static unsigned bucket_of(uint64_t ino)
+/* The slot of ino in a table of nslots (a power of two) slots: inode
+ * numbers are sequential (keyfs's own) or serials, and both must spread. */
+static size_t slot_of(uint64_t ino, size_t nslots)
 {
-	return (unsigned)(ino ^ (ino >> 17)) % NODE_BUCKETS;
+	return (size_t)((ino * 0x9E3779B97F4A7C15ULL) >> 29) & (nslots - 1);
 }
 
 struct node_table *node_table_new(void)
 {
 	struct node_table *t = calloc(1, sizeof(*t));
 
-	if (t)
-		t->next_ino = INO_DYN_FIRST;
+	if (!t)
+		return NULL;
+	t->bucket = calloc(TABLE_MIN_SLOTS, sizeof(*t->bucket));
+	t->keyref = calloc(TABLE_MIN_SLOTS, sizeof(*t->keyref));
+	if (!t->bucket || !t->keyref) {
+		free(t->bucket);
+		free(t->keyref);
+		free(t);
+		return NULL;
+	}
+	t->nbucket = t->nkeyref_slot = TABLE_MIN_SLOTS;
+	t->next_ino = INO_DYN_FIRST;
 	return t;
+}
+
+/* Double the node table when it is full.  Out of memory it stays as it
+ * is: slower, never wrong. */
+static void nodes_grow(struct node_table *t)
+{
+	size_t n = t->nbucket * 2;
+	struct node **b, *e, *next;
+
+	if (t->nnode < t->nbucket || !(b = calloc(n, sizeof(*b))))
+		return;
+	for (size_t i = 0; i < t->nbucket; i++)
+		for (e = t->bucket[i]; e; e = next) {
+			next = e->hnext;
+			e->hnext = b[slot_of(e->ino, n)];
+			b[slot_of(e->ino, n)] = e;
+		}
+	free(t->bucket);
+	t->bucket = b;
+	t->nbucket = n;
 }
 
 static void node_free(struct node *n)
@@ -62,11 +99,13 @@ void node_table_free(struct node_table *t)
 		next = n->lnext;
 		node_free(n);
 	}
-	for (size_t i = 0; i < KEYREF_BUCKETS; i++)
+	for (size_t i = 0; i < t->nkeyref_slot; i++)
 		for (struct keyref *r = t->keyref[i], *rnext; r; r = rnext) {
 			rnext = r->next;
 			free(r);
 		}
+	free(t->bucket);
+	free(t->keyref);
 	free(t);
 }
 
@@ -74,7 +113,7 @@ struct node *node_get(struct node_table *t, uint64_t ino)
 {
 	struct node *n;
 
-	for (n = t->bucket[bucket_of(ino)]; n; n = n->hnext)
+	for (n = t->bucket[slot_of(ino, t->nbucket)]; n; n = n->hnext)
 		if (n->ino == ino)
 			return n;
 	return NULL;
@@ -82,11 +121,17 @@ struct node *node_get(struct node_table *t, uint64_t ino)
 
 static void node_hash(struct node_table *t, struct node *n)
 {
-	unsigned b = bucket_of(n->ino);
+	size_t b;
 
+	nodes_grow(t);
+	b = slot_of(n->ino, t->nbucket);
 	n->hnext = t->bucket[b];
 	t->bucket[b] = n;
+	t->nnode++;
 	n->lnext = t->all;
+	if (t->all)
+		t->all->lprev = &n->lnext;
+	n->lprev = &t->all;
 	t->all = n;
 }
 
@@ -115,11 +160,30 @@ struct node *node_new(struct node_table *t, enum node_kind kind,
 
 static struct keyref **keyref_slot(struct node_table *t, uint64_t ino)
 {
-	struct keyref **pp = &t->keyref[(ino ^ (ino >> 13)) % KEYREF_BUCKETS];
+	struct keyref **pp = &t->keyref[slot_of(ino, t->nkeyref_slot)];
 
 	while (*pp && (*pp)->ino != ino)
 		pp = &(*pp)->next;
 	return pp;
+}
+
+/* As nodes_grow, for the keyref table. */
+static void keyrefs_grow(struct node_table *t)
+{
+	size_t n = t->nkeyref_slot * 2;
+	struct keyref **b, *r, *next;
+
+	if (t->nkeyref < t->nkeyref_slot || !(b = calloc(n, sizeof(*b))))
+		return;
+	for (size_t i = 0; i < t->nkeyref_slot; i++)
+		for (r = t->keyref[i]; r; r = next) {
+			next = r->next;
+			r->next = b[slot_of(r->ino, n)];
+			b[slot_of(r->ino, n)] = r;
+		}
+	free(t->keyref);
+	t->keyref = b;
+	t->nkeyref_slot = n;
 }
 
 void node_key_ref(struct node_table *t, uint64_t ino)
@@ -133,12 +197,15 @@ void node_key_ref(struct node_table *t, uint64_t ino)
 	}
 	pp = keyref_slot(t, ino);
 	if (!*pp) {
+		keyrefs_grow(t);
+		pp = keyref_slot(t, ino);
 		/* Out of memory the count is lost: such an inode, renamed
 		 * away, then stands for nothing (ENOKEY), as before counts. */
 		*pp = calloc(1, sizeof(**pp));
 		if (!*pp)
 			return;
 		(*pp)->ino = ino;
+		t->nkeyref++;
 	}
 	(*pp)->nlookup++;
 }
@@ -155,6 +222,7 @@ static void keyref_forget(struct node_table *t, uint64_t ino, uint64_t count)
 	}
 	*pp = r->next;
 	free(r);
+	t->nkeyref--;
 }
 
 void node_renamed(struct node_table *t, uint64_t ino, kserial_t from,
@@ -225,16 +293,15 @@ static void node_unhash(struct node_table *t, struct node *n)
 {
 	struct node **pp;
 
-	for (pp = &t->bucket[bucket_of(n->ino)]; *pp; pp = &(*pp)->hnext)
+	for (pp = &t->bucket[slot_of(n->ino, t->nbucket)]; *pp; pp = &(*pp)->hnext)
 		if (*pp == n) {
 			*pp = n->hnext;
+			t->nnode--;
 			break;
 		}
-	for (pp = &t->all; *pp; pp = &(*pp)->lnext)
-		if (*pp == n) {
-			*pp = n->lnext;
-			break;
-		}
+	*n->lprev = n->lnext;
+	if (n->lnext)
+		n->lnext->lprev = n->lprev;
 	for (pp = &t->pending; n->kind == NODE_PENDING && *pp;
 	     pp = &(*pp)->pnext)
 		if (*pp == n) {

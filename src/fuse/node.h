@@ -45,6 +45,7 @@ struct node {
 	uint64_t nlookup;	/* the kernel's references (lookup counts) */
 	struct node *hnext;	/* hash chain */
 	struct node *lnext;	/* list of all nodes */
+	struct node **lprev;	/* what points at this node in that list */
 	struct node *pnext;	/* NODE_PENDING: list of pending nodes */
 
 	/* NODE_PENDING and NODE_SEARCHTYPE */
