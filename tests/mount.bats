@@ -16,6 +16,7 @@ TARGET=/usr/local/sbin/keyfs
 STATE=${KEYFS_TEST_STATE:-/run/keyfs-tests}
 
 MOUNTED=()
+DAEMONS=()
 
 # Every change to the install state happens under one lock.
 with_lock()
@@ -154,6 +155,7 @@ mounted()
 	local dir=$1 backend=$2
 
 	MOUNTED+=("$dir")
+	DAEMONS+=("$(daemon_pid "$dir")")
 	mountpoint -q "$dir" || fail "$dir is not a mount point"
 	grep -q "^$backend $dir fuse.keyfs " /proc/mounts ||
 		fail "/proc/mounts has no '$backend $dir fuse.keyfs' line:
@@ -190,7 +192,13 @@ teardown()
 		# The daemon this test started, by its pid, if it hangs.
 		! alive "$pid" || kill -9 "$pid" 2>/dev/null || true
 	done
+	# A daemon whose unmount succeeded but that never exited (the test
+	# failed on it) must not outlive its test either.
+	for pid in "${DAEMONS[@]}"; do
+		! alive "$pid" || kill -9 "$pid" 2>/dev/null || true
+	done
 	MOUNTED=()
+	DAEMONS=()
 }
 
 @test "mount -t fuse.keyfs BACKEND DIR mounts, and umount unmounts" {
