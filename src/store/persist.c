@@ -334,6 +334,31 @@ int store_flush(struct store_file *sf, const struct store_image *img)
 	return ret;
 }
 
+/*
+ * Every step leaves a whole store that one key opens: after the flush,
+ * the old snapshot holds everything and the old journal nothing; after
+ * the journal is removed, the old snapshot alone; after the rename of the
+ * new snapshot, the new one alone (its journal is made, under the new
+ * key, at the next mount).  A crash between two steps loses nothing and
+ * never mixes keys.
+ */
+int store_rekey(struct store_file *sf, const struct store_image *img,
+		const struct crypto_key *newkey)
+{
+	int ret = store_flush(sf, img);
+
+	if (ret < 0)
+		return ret;
+	journal_close(sf->journal);
+	sf->journal = NULL;
+	sf->jerr = -EBADF;	/* no more changes through sf */
+	ret = journal_remove(sf->jpath);
+	if (ret < 0)
+		return ret;
+	sf->key = newkey;
+	return store_snapshot_write(sf, img);
+}
+
 unsigned long store_pending(const struct store_file *sf)
 {
 	return sf ? sf->pending : 0;
