@@ -3,6 +3,9 @@
 
 load lib/keyfs
 
+EXAMPLES=${KEYFS_SRCDIR:-$BATS_TEST_DIRNAME/..}/examples
+UNIT=$EXAMPLES/keyfs-encrypted.service
+
 setup() {
 	skip_unless_memory
 	STORE_DIR=$BATS_TEST_TMPDIR/state
@@ -70,4 +73,69 @@ mount_fails() {
 	mount_fails -o "store=$STORE,store_key=file:$KEY2"
 	assert_output "keyfs: $STORE: wrong key"
 	assert_equal "$(sha256sum "$STORE" "$JOURNAL")" "$sum"
+}
+
+# The value of the first KEY= line of a unit file.
+unit_value() {
+	sed -n "s/^$2=//p" "$1" | head -n 1
+}
+
+# wait_gone FILE: wait (10 s at most) until FILE is gone.
+wait_gone() {
+	for ((i = 0; i < 100; i++)); do
+		[[ -e $1 ]] || return 0
+		sleep 0.1
+	done
+	fail "$1 is still there"
+}
+
+@test "keyfs-encrypted.service passes systemd-analyze verify" {
+	command -v systemd-analyze >/dev/null || skip "no systemd-analyze"
+	command -v man >/dev/null || skip "no man"
+	local dir=$BATS_TEST_TMPDIR/units man=$BATS_TEST_TMPDIR/man
+	mkdir -p "$dir" "$man/man1" "$man/man5"
+	sed -e "s#/usr/local/bin/keyfs #$KEYFS_BIN #g" "$UNIT" > "$dir/keyfs-encrypted.service"
+	cp "$KEYFS_SRCDIR/man/keyfs.1" "$man/man1/"
+	cp "$KEYFS_SRCDIR/man/keyfs-store.5" "$man/man5/"
+	cd "$dir"
+	MANPATH=$man run systemd-analyze verify keyfs-encrypted.service
+	assert_success
+	assert_output ""
+}
+
+@test "keyfs-encrypted.service's ExecStart, run by hand with its credential, keeps an encrypted store" {
+	local line cred name words dir=$BATS_TEST_TMPDIR/run-keys state=$BATS_TEST_TMPDIR/lib-keyfs
+	local creds=$BATS_TEST_TMPDIR/creds
+
+	line=$(unit_value "$UNIT" ExecStart)
+	[[ $line == /usr/local/bin/keyfs\ * ]] ||
+		fail "the ExecStart is not keyfs: $line"
+	cred=$(unit_value "$UNIT" LoadCredentialEncrypted)
+	name=${cred%%:*}
+	[[ $line == *store_key=cred:$name* ]] ||
+		fail "the ExecStart does not take the credential $name: $line"
+	# What systemd runs, in this test's directories.
+	line=${line//\/usr\/local\/bin\/keyfs/$KEYFS_BIN}
+	line=${line//\/run\/keys/$dir}
+	line=${line//\/var\/lib\/keyfs/$state}
+	read -ra words <<<"$line"
+	mkdir -p "$dir" "$creds"
+	mkdir -m 700 "$state"
+	# systemd's credential: the key, read-only, the service user's.
+	install -m 0400 "$KEY" "$creds/$name"
+	# Type=forking: the command returns once the file system is mounted.
+	CREDENTIALS_DIRECTORY=$creds timeout 20 "${words[@]}" 3>&- </dev/null
+	MNT=$dir
+	mountpoint -q "$dir"
+	echo -n unit-PLAINSECRET | cat > "$dir/session/unit-PLAINNAME"
+	fusermount3 -u "$dir"
+	wait_gone "$state/keys.json.lock"
+	[ -s "$state/keys.json" ]
+	! grep -rq -e PLAINSECRET -e PLAINNAME -e "$(printf unit-PLAINSECRET | base64)" "$state"
+	# Without the credential the same command line fails, saying why.
+	run env -u CREDENTIALS_DIRECTORY timeout 20 "${words[@]}"
+	assert_failure 1
+	assert_output --partial 'CREDENTIALS_DIRECTORY is not set'
+	keyfs_mount -o "store=$state/keys.json,store_key=file:$KEY"
+	assert_equal "$(cat "$MNT/session/unit-PLAINNAME")" unit-PLAINSECRET
 }
