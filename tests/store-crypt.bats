@@ -5,6 +5,7 @@ load lib/keyfs
 
 EXAMPLES=${KEYFS_SRCDIR:-$BATS_TEST_DIRNAME/..}/examples
 UNIT=$EXAMPLES/keyfs-encrypted.service
+KEYFS_STORE=${KEYFS_STORE:-$(dirname "$KEYFS_BIN")/keyfs-store}
 
 setup() {
 	skip_unless_memory
@@ -138,4 +139,281 @@ wait_gone() {
 	assert_output --partial 'CREDENTIALS_DIRECTORY is not set'
 	keyfs_mount -o "store=$state/keys.json,store_key=file:$KEY"
 	assert_equal "$(cat "$MNT/session/unit-PLAINNAME")" unit-PLAINSECRET
+}
+
+# ---- kill -9 loses nothing that returned ----
+
+# crash_during_stream SIZE MOUNT-ARGS...: from the background, creates and
+# updates of SIZE-byte values, each name whose close(2) returned success
+# going to $DONE; kill -9 at a random moment, remount with MOUNT-ARGS, and
+# every one of them must be there.  Values of a few kB compact the journal
+# every few changes, so the kill often lands in a compaction.
+crash_during_stream() {
+	local size=$1 writer
+	shift
+	DONE=$BATS_TEST_TMPDIR/done
+	: > "$DONE"
+	keyfs_mount "$@"
+	# close(2) is where a write is saved, and what says it was: the
+	# shell's > does not check it, so python writes.
+	timeout 60 "$KEYFS_PY" -c '
+import os, sys
+mnt, done, size = sys.argv[1], open(sys.argv[2], "a"), int(sys.argv[3])
+for i in range(3000):
+    name = "k%d" % (i % 50)
+    val = b"v%d." % i + b"x" * size
+    try:
+        fd = os.open(mnt + "/session/" + name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+        os.write(fd, val)
+        os.close(fd)
+    except OSError:
+        sys.exit(0)
+    done.write("%s %d\n" % (name, i))
+    done.flush()
+' "$MNT" "$DONE" "$size" &
+	writer=$!
+	sleep "0.$((RANDOM % 7 + 2))"
+	keyfs_crash
+	wait "$writer" || true
+	[ -s "$DONE" ] || fail "nothing was written before the crash"
+	keyfs_mount "$@"
+	declare -A want
+	while read -r name val; do want[$name]=$val; done < "$DONE"
+	for name in "${!want[@]}"; do
+		got=$(head -c 20 "$MNT/session/$name")
+		got=${got%%.*}
+		got=${got#v}
+		# The write under way at the kill may have landed too: its
+		# value is newer, never older.
+		((got >= want[$name])) ||
+			fail "$name: v${want[$name]} returned success, but v$got was loaded"
+	done
+}
+
+@test "kill -9 during a stream of changes loses no change that returned, plain store" {
+	crash_during_stream 10 -o "store=$STORE"
+}
+
+@test "kill -9 during a stream of changes loses no change that returned, encrypted store" {
+	crash_during_stream 10 -o "store=$STORE,store_key=file:$KEY"
+}
+
+@test "kill -9 during a stream of compactions loses no change that returned, plain store" {
+	crash_during_stream 4000 -o "store=$STORE"
+}
+
+@test "kill -9 during a stream of compactions loses no change that returned, encrypted store" {
+	crash_during_stream 4000 -o "store=$STORE,store_key=file:$KEY"
+	# And the store is still sealed whole: nothing readable.
+	keyfs_unmount
+	! grep -q xxxxxxxx "$STORE" "$JOURNAL"
+}
+
+# ---- never readable by group or other ----
+
+@test "under umask 000 the snapshot, the journal and their temporary files are never readable by group or other" {
+	local watch=$BATS_TEST_TMPDIR/watch stop=$BATS_TEST_TMPDIR/stop watcher
+	umask 000
+	keyfs_mount -o "store=$STORE,store_key=file:$KEY"
+	# Every file that appears in the store's directory, as often as it
+	# can be looked at, for 10 s at most.
+	timeout 20 "$KEYFS_PY" -c '
+import os, sys, time
+d, stop, out = sys.argv[1], sys.argv[2], open(sys.argv[3], "w")
+seen = set()
+end = time.time() + 10
+while time.time() < end and not os.path.exists(stop):
+    for e in os.scandir(d):
+        try:
+            st = e.stat(follow_symlinks=False)
+        except FileNotFoundError:
+            continue
+        seen.add(e.name)
+        if st.st_mode & 0o077:
+            out.write("%s %o\n" % (e.name, st.st_mode))
+out.write("seen %d\n" % len(seen))
+' "$STORE_DIR" "$stop" "$watch" &
+	watcher=$!
+	local big=$(head -c 3000 /dev/zero | tr '\0' x)
+	for ((i = 0; i < 60; i++)); do echo -n "$big$i" > "$MNT/session/k$((i % 5))"; done
+	keyfs_unmount
+	touch "$stop"
+	wait "$watcher"
+	grep -q '^seen' "$watch"
+	run grep -v '^seen' "$watch"
+	assert_output ""
+	assert_equal "$(stat -c %a "$STORE") $(stat -c %a "$JOURNAL")" "600 600"
+}
+
+# ---- nothing readable in an encrypted store ----
+
+@test "an encrypted store's files hold no payload and no description, in the clear or in base64" {
+	local pay=pay-$RANDOM-SECRET desc=desc-$RANDOM-NAME ring=ring-$RANDOM-NAME
+	keyfs_mount -o "store=$STORE,store_key=file:$KEY"
+	mkdir "$MNT/session/$ring"
+	echo -n "$pay" | cat > "$MNT/session/$ring/$desc"
+	setfattr -n user.keyfs.perm -v 3f3f0000 "$MNT/session/$ring/$desc"
+	check_none() {
+		local f
+		for f in "$STORE" "$JOURNAL"; do
+			[[ -e $f ]] || continue
+			! grep -q -e "$pay" -e "$desc" -e "$ring" -e "$(printf %s "$pay" | base64)" "$f" ||
+				fail "$f holds a payload or a description"
+		done
+	}
+	check_none	# the journal
+	local big=$(head -c 3000 /dev/zero | tr '\0' x)
+	for ((i = 0; i < 40; i++)); do echo -n "$big$i" > "$MNT/session/k$((i % 5))"; done
+	check_none	# a compacted snapshot
+	keyfs_unmount
+	check_none	# the snapshot at unmount
+	# The same grep finds them in a plain store: the test can see.
+	"$KEYFS_STORE" decrypt "$STORE" "file:$KEY"
+	grep -q "$ring" "$STORE"
+	grep -q "$(printf %s "$pay" | base64)" "$STORE"
+}
+
+# ---- each damage its own line, the files untouched ----
+
+# A sealed store with records in both files: a snapshot written at
+# unmount, then a journal of two changes left by a crash.
+make_sealed() {
+	keyfs_mount -o "store=$STORE,store_key=file:$KEY"
+	echo -n a > "$MNT/session/k1"
+	keyfs_unmount
+	keyfs_mount -o "store=$STORE,store_key=file:$KEY"
+	echo -n b > "$MNT/session/k2"
+	echo -n c > "$MNT/session/k3"
+	keyfs_crash
+	SUM=$(sha256sum "$STORE" "$JOURNAL")
+}
+
+unchanged() {
+	assert_equal "$(sha256sum "$STORE" "$JOURNAL")" "$SUM"
+}
+
+@test "a journal sealed with another key says wrong key, naming the journal" {
+	make_sealed
+	# The snapshot of a store under KEY2, beside the journal under KEY.
+	local other=$BATS_TEST_TMPDIR/other
+	mkdir "$other"
+	keyfs_mount -o "store=$other/keys.json,store_key=file:$KEY2"
+	echo -n z > "$MNT/session/z"
+	keyfs_unmount
+	cp "$other/keys.json" "$STORE"
+	SUM=$(sha256sum "$STORE" "$JOURNAL")
+	mount_fails -o "store=$STORE,store_key=file:$KEY2"
+	assert_output "keyfs: $JOURNAL: wrong key"
+	unchanged
+}
+
+@test "a missing key: no key file, no store_key= for a sealed store, no such kernel key; each its own line" {
+	make_sealed
+	mount_fails -o "store=$STORE,store_key=file:$BATS_TEST_TMPDIR/none.key"
+	assert_output "keyfs: store_key: $BATS_TEST_TMPDIR/none.key: cannot read the key: No such file or directory"
+	mount_fails -o "store=$STORE"
+	assert_output "keyfs: $STORE: the store is encrypted: give its key with -o store_key="
+	mount_fails -o "store=$STORE,store_key=%user:keyfs-test-none-$RANDOM"
+	assert_output --regexp "^keyfs: store_key: %user:keyfs-test-none-[0-9]+: no such key in the mounter's keyrings$"
+	unchanged
+}
+
+@test "a key file others can read, or of the wrong size, is refused before the store is read" {
+	make_sealed
+	chmod 644 "$KEY"
+	mount_fails -o "store=$STORE,store_key=file:$KEY"
+	assert_output "keyfs: store_key: $KEY: key file mode 0644: it must be 0600 or 0400"
+	chmod 600 "$KEY"
+	head -c 31 "$KEY2" > "$BATS_TEST_TMPDIR/short.key"
+	chmod 600 "$BATS_TEST_TMPDIR/short.key"
+	mount_fails -o "store=$STORE,store_key=file:$BATS_TEST_TMPDIR/short.key"
+	assert_output "keyfs: store_key: $BATS_TEST_TMPDIR/short.key: 31 bytes: a key file holds exactly 32"
+	unchanged
+}
+
+@test "a %user: kernel key opens the store; a %logon: key is refused with the reason" {
+	command -v keyctl >/dev/null || skip "no keyctl"
+	keyctl new_session >/dev/null
+	local desc=keyfs-test-$RANDOM
+	keyctl padd user "$desc" @s < "$KEY" >/dev/null
+	keyctl padd logon "keyfs:$desc" @s < "$KEY" >/dev/null
+	make_sealed
+	mount_fails -o "store=$STORE,store_key=%logon:keyfs:$desc"
+	assert_output "keyfs: store_key: %logon:keyfs:$desc: a logon key cannot be read from user space: use a %user: key, file: or cred:"
+	keyfs_mount -o "store=$STORE,store_key=%user:$desc"
+	assert_equal "$(cat "$MNT/session/k3")" c
+}
+
+@test "a truncated snapshot says truncated and is left as it was" {
+	make_sealed
+	local n size=$(stat -c %s "$STORE")
+	for n in 10 30 60 $((size / 2)) $((size - 1)); do
+		cp "$STORE" "$BATS_TEST_TMPDIR/whole"
+		truncate -s "$n" "$STORE"
+		SUM=$(sha256sum "$STORE" "$JOURNAL")
+		mount_fails -o "store=$STORE,store_key=file:$KEY"
+		assert_output "keyfs: $STORE: truncated"
+		unchanged
+		cp "$BATS_TEST_TMPDIR/whole" "$STORE"
+	done
+}
+
+# flip FILE OFFSET: change one bit of the byte at OFFSET.
+flip() {
+	"$KEYFS_PY" -c '
+import sys
+f, i = sys.argv[1], int(sys.argv[2])
+b = bytearray(open(f, "rb").read())
+b[i] ^= 1 << (i % 8)
+open(f, "wb").write(b)
+' "$1" "$2"
+}
+
+@test "a flipped bit anywhere in the snapshot refuses the mount with one line, the file left as it was" {
+	make_sealed
+	local i off size=$(stat -c %s "$STORE")
+	cp "$STORE" "$BATS_TEST_TMPDIR/whole"
+	# The first line, the check line and the sealed data, then random
+	# places.
+	for off in 5 30 $((size - 5)) $((RANDOM % size)) $((RANDOM % size)) $((RANDOM % size)); do
+		flip "$STORE" "$off"
+		SUM=$(sha256sum "$STORE" "$JOURNAL")
+		mount_fails -o "store=$STORE,store_key=file:$KEY"
+		assert_output --regexp "^keyfs: $STORE: (corrupt|truncated)"
+		refute_output --partial "wrong key"
+		unchanged
+		cp "$BATS_TEST_TMPDIR/whole" "$STORE"
+	done
+	assert_equal "$(sed -n 3p "$STORE" | wc -c)" "$(sed -n 3p "$BATS_TEST_TMPDIR/whole" | wc -c)"
+	flip "$STORE" $((size - 5))
+	mount_fails -o "store=$STORE,store_key=file:$KEY"
+	assert_output "keyfs: $STORE: corrupt (the sealed data does not authenticate)"
+	cp "$BATS_TEST_TMPDIR/whole" "$STORE"
+	flip "$STORE" 5
+	mount_fails -o "store=$STORE,store_key=file:$KEY"
+	assert_output "keyfs: $STORE: corrupt (the first line is not \"keyfs encrypted store v1\")"
+	# A plain store given a key is not damage, and says so.
+	printf '{"format":1}\n' > "$STORE"
+	mount_fails -o "store=$STORE,store_key=file:$KEY"
+	assert_output "keyfs: $STORE: the store is not encrypted, but store_key= was given"
+}
+
+@test "a flipped bit in the journal refuses the mount naming the journal, the file left as it was" {
+	make_sealed
+	local off size=$(stat -c %s "$JOURNAL") hdr=$(head -1 "$JOURNAL" | wc -c)
+	cp "$JOURNAL" "$BATS_TEST_TMPDIR/whole"
+	# Not its last byte: a last line without its newline is a torn append,
+	# which is dropped with a warning (keyfs-store(5)).
+	for off in 30 $((hdr + 5)) $((size - 5)) $((RANDOM % (size - 1))) $((RANDOM % (size - 1))); do
+		flip "$JOURNAL" "$off"
+		SUM=$(sha256sum "$STORE" "$JOURNAL")
+		mount_fails -o "store=$STORE,store_key=file:$KEY"
+		assert_output --regexp "^keyfs: $JOURNAL(:[0-9]+)?: "
+		refute_output --partial "wrong key"
+		unchanged
+		cp "$BATS_TEST_TMPDIR/whole" "$JOURNAL"
+	done
+	flip "$JOURNAL" $((size - 5))
+	mount_fails -o "store=$STORE,store_key=file:$KEY"
+	assert_output "keyfs: $JOURNAL:3: corrupt (the record does not authenticate)"
 }
