@@ -417,3 +417,61 @@ open(f, "wb").write(b)
 	mount_fails -o "store=$STORE,store_key=file:$KEY"
 	assert_output "keyfs: $JOURNAL:3: corrupt (the record does not authenticate)"
 }
+
+# ---- keyfs-store: encrypt, decrypt, rekey ----
+
+@test "keyfs-store encrypts a plain store with its journal, rekeys it and decrypts it, the keys intact" {
+	keyfs_mount -o "store=$STORE"
+	echo -n a > "$MNT/session/k1"
+	mkdir "$MNT/session/ring"
+	echo -n b > "$MNT/session/ring/k2"
+	keyfs_crash	# k1 and ring/k2 in the journal only
+	run "$KEYFS_STORE" encrypt "$STORE" "file:$KEY"
+	assert_success
+	assert_output ""
+	[ ! -e "$JOURNAL" ]
+	assert_equal "$(head -1 "$STORE")" "keyfs encrypted store v1"
+	assert_equal "$(stat -c %a "$STORE")" 600
+	! grep -q ring "$STORE"
+	keyfs_mount -o "store=$STORE,store_key=file:$KEY"
+	assert_equal "$(cat "$MNT/session/ring/k2")" b
+	echo -n c > "$MNT/session/k3"
+	keyfs_crash
+	run "$KEYFS_STORE" rekey "$STORE" "file:$KEY" "file:$KEY2"
+	assert_success
+	mount_fails -o "store=$STORE,store_key=file:$KEY"
+	assert_output "keyfs: $STORE: wrong key"
+	keyfs_mount -o "store=$STORE,store_key=file:$KEY2"
+	assert_equal "$(cat "$MNT/session/k3")" c
+	keyfs_unmount
+	run "$KEYFS_STORE" decrypt "$STORE" "file:$KEY2"
+	assert_success
+	grep -q '"ring"' "$STORE"
+	keyfs_mount -o "store=$STORE"
+	assert_equal "$(cat "$MNT/session/k1")$(cat "$MNT/session/ring/k2")$(cat "$MNT/session/k3")" abc
+}
+
+@test "keyfs-store refuses a mounted store, a wrong key and a missing store, and changes nothing" {
+	keyfs_mount -o "store=$STORE,store_key=file:$KEY"
+	echo -n a > "$MNT/session/k1"
+	local sum=$(sha256sum "$STORE" "$JOURNAL")
+	run timeout 20 "$KEYFS_STORE" rekey "$STORE" "file:$KEY" "file:$KEY2"
+	assert_failure 1
+	assert_output --regexp "^keyfs: $STORE: in use by another keyfs \\(pid [0-9]+\\)$"
+	keyfs_unmount
+	sum=$(sha256sum "$STORE" "$JOURNAL")
+	run timeout 20 "$KEYFS_STORE" rekey "$STORE" "file:$KEY2" "file:$KEY"
+	assert_failure 1
+	assert_output "keyfs: $STORE: wrong key"
+	run timeout 20 "$KEYFS_STORE" encrypt "$STORE" "file:$KEY2"
+	assert_failure 1
+	assert_output "keyfs: $STORE: the store is encrypted: give its key with -o store_key="
+	run timeout 20 "$KEYFS_STORE" decrypt "$STORE_DIR/none.json" "file:$KEY"
+	assert_failure 1
+	assert_output "keyfs-store: $STORE_DIR/none.json: No such file or directory"
+	[ ! -e "$STORE_DIR/none.json" ]
+	run timeout 20 "$KEYFS_STORE" rekey "$STORE"
+	assert_failure 2
+	assert_equal "$(sha256sum "$STORE" "$JOURNAL")" "$sum"
+	[ ! -e "$STORE.lock" ]
+}
