@@ -15,6 +15,7 @@ struct keyfs_opts {
 	char *mountpoint;	/* the last positional argument, until handed to libfuse */
 	int extra_args;		/* positional arguments past two: an error */
 	char *store;		/* memory: JSON file; absolute once parsed */
+	char *store_key;	/* memory: the store's key spec (crypto.h), or NULL */
 	char *root;		/* root=SPEC, or NULL for the whole tree */
 	char *default_type;	/* type of keys created by plain names */
 	char *request_key;	/* memory: callout program; absolute once parsed */

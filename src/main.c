@@ -9,12 +9,14 @@
 
 #include <fuse_opt.h>
 
+#include "crypto.h"
 #include "ctx.h"
 #include "secmem.h"
 #include "fs.h"
 #include "node.h"
 #include "specials.h"
 #include "store.h"
+#include "storekey.h"
 #include "tree.h"
 
 /* root=SPEC: @s @u @us @p, a serial, or %:NAME (a named keyring, looked
@@ -87,10 +89,11 @@ static int take_store(struct keyfs_ctx *ctx)
 	return 0;
 }
 
-static int start_backend(struct keyfs_ctx *ctx)
+static int start_backend(struct keyfs_ctx *ctx, const struct crypto_key *key)
 {
 	struct backend_config cfg = {
 		.store = ctx->opts.store,
+		.store_key = key,
 		.request_key = ctx->opts.request_key,
 		.uid = getuid(),
 		.gid = getgid(),
@@ -110,6 +113,10 @@ static int start_backend(struct keyfs_ctx *ctx)
 	if (ret < 0)
 		fprintf(stderr, "%s%s\n", strncmp(err, "keyfs:", 6) ? "keyfs: " : "",
 			err[0] ? err : strerror(-ret));
+	/* Once, at mount: whoever reads the store file reads every secret. */
+	else if (ctx->opts.store && !key)
+		fprintf(stderr, "keyfs: %s: the store is not encrypted (see store_key= in keyfs(1))\n",
+			ctx->opts.store);
 	return ret;
 }
 
@@ -158,6 +165,7 @@ int main(int argc, char *argv[])
 {
 	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
 	struct keyfs_ctx ctx;
+	struct crypto_key *store_key = NULL;
 	int status = 1;
 
 	/* No core dump and no ptrace by other users: the daemon's memory
@@ -187,9 +195,11 @@ int main(int argc, char *argv[])
 	ctx.nodes = node_table_new();
 	if (!ctx.nodes)
 		goto out_args;
+	if (ctx.opts.store_key && storekey_load("store_key", ctx.opts.store_key, &store_key) < 0)
+		goto out_nodes;
 	if (take_store(&ctx) < 0)
 		goto out_nodes;
-	if (start_backend(&ctx) < 0)
+	if (start_backend(&ctx, store_key) < 0)
 		goto out_store;
 	/* A bad root= fails here, on the terminal, not after detaching.  @p
 	 * waits: the process keyring is the daemon's, made after the fork. */
@@ -201,6 +211,7 @@ out_backend:
 out_store:
 	store_unlock(ctx.opts.store, ctx.store_lock);
 out_nodes:
+	crypto_key_free(store_key);
 	node_table_free(ctx.nodes);
 	free(ctx.mountpoint);
 out_args:

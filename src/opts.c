@@ -21,6 +21,7 @@ enum {
 static const struct fuse_opt keyfs_opt_table[] = {
 	{ "backend=%s", offsetof(struct keyfs_opts, backend), 0 },
 	{ "store=%s", offsetof(struct keyfs_opts, store), 0 },
+	{ "store_key=%s", offsetof(struct keyfs_opts, store_key), 0 },
 	{ "root=%s", offsetof(struct keyfs_opts, root), 0 },
 	{ "default_type=%s", offsetof(struct keyfs_opts, default_type), 0 },
 	{ "request_key=%s", offsetof(struct keyfs_opts, request_key), 0 },
@@ -189,6 +190,15 @@ static int opts_validate(struct keyfs_opts *o)
 		fprintf(stderr, "keyfs: store='%s' does not name a file\n", o->store);
 		return -EINVAL;
 	}
+	/* A key without a store would silently protect nothing. */
+	if (o->store_key && !o->store) {
+		fprintf(stderr, "keyfs: store_key= needs store= (the file it encrypts)\n");
+		return -EINVAL;
+	}
+	if (o->store_key && o->store_key[0] == '\0') {
+		fprintf(stderr, "keyfs: store_key= is empty: give file:PATH, cred:NAME or %%user:NAME\n");
+		return -EINVAL;
+	}
 	/* The kernel backend's callout is the system's request-key(8). */
 	if (o->request_key && strcmp(o->backend, "memory") != 0) {
 		fprintf(stderr, "keyfs: request_key= needs the memory backend (the kernel runs request-key(8))\n");
@@ -268,6 +278,8 @@ void opts_usage(const char *progname)
 	       "keyfs options:\n"
 	       "    -o backend=kernel|memory  the key store (default: kernel)\n"
 	       "    -o store=PATH             memory: keep the keys in this JSON file\n"
+	       "    -o store_key=SPEC         memory: encrypt the store with this key:\n"
+	       "                              file:PATH, cred:NAME or %%user:NAME\n"
 	       "    -o root=SPEC              show one keyring as the root: @s @u @us @p,\n"
 	       "                              a serial, or %%:NAME for a named keyring\n"
 	       "    -o default_type=TYPE      type of keys created by plain names (user)\n"
@@ -289,6 +301,7 @@ void opts_free(struct keyfs_opts *opts)
 	free(opts->source);
 	free(opts->mountpoint);
 	free(opts->store);
+	free(opts->store_key);
 	free(opts->root);
 	free(opts->default_type);
 	free(opts->request_key);

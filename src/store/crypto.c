@@ -172,6 +172,11 @@ static int key_from_kernel(const char *type, const char *desc, const char *spec,
 	if (r < 0) {
 		if (r == -ENOKEY)
 			snprintf(err, errlen, "%s: no such key in the mounter's keyrings", spec);
+		else if (r == -EOPNOTSUPP && strcmp(type, "logon") == 0)
+			/* The kernel hands a logon key's payload to its own
+			 * users (dm-crypt, fscrypt, cifs), never to a program. */
+			snprintf(err, errlen, "%s: a logon key cannot be read from user space: use a %%user: key, file: or cred:",
+				 spec);
 		else
 			snprintf(err, errlen, "%s: cannot read the key: %s", spec, strerror(-r));
 	} else if (len != CRYPTO_KEY_BYTES) {

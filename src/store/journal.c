@@ -293,6 +293,13 @@ static int fsync_dir_of(const char *path)
 	return r;
 }
 
+int journal_remove(const char *path)
+{
+	if (unlink(path) < 0 && errno != ENOENT)
+		return -errno;
+	return fsync_dir_of(path);
+}
+
 static int write_all(int fd, const char *p, size_t n)
 {
 	while (n) {

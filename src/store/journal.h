@@ -150,6 +150,11 @@ int journal_reset(struct journal *j);
 /* Close and free j; NULL is nothing. */
 void journal_close(struct journal *j);
 
+/* Remove the journal at path (closed, every record of it in the snapshot)
+ * and fsync(2) the directory: a missing journal is an empty one, whatever
+ * key the next one is sealed with.  A missing file is 0. */
+int journal_remove(const char *path);
+
 /* The compaction rule: rewrite the snapshot (then journal_reset) when the
  * journal has grown past max(JOURNAL_COMPACT_MIN, snapshot_bytes / 2).
  * Relative to the snapshot so that the cost of rewriting it is paid once

@@ -190,13 +190,26 @@ static int read_snapshot(struct store_file *sf, struct store_image *img,
 	if (ret < 0)
 		goto out;
 	sf->snapshot_bytes = b.len;
-	if (crypto_is_sealed(b.p, b.len)) {
-		if (!sf->key) {
-			ret = store_fail(&c, "the store is encrypted: give its key with -o store_key=");
-			goto out;
-		}
+	if (crypto_is_sealed(b.p, b.len) && !sf->key) {
+		ret = store_fail(&c, "the store is encrypted: give its key with -o store_key=");
+	} else if (sf->key) {
+		/* crypto_open_file tells a sealed file cut inside its first
+		 * line ("truncated") from a plain one (-ENOMSG). */
 		ret = crypto_open_file(sf->key, b.p, b.len, &plain, &plen,
 				       what, sizeof(what));
+		if (ret == -ENOMSG) {
+			/* A plain store is a JSON object; anything else is a
+			 * sealed one whose first line was damaged. */
+			size_t i = 0;
+
+			while (i < b.len && strchr(" \t\r\n", b.p[i]))
+				i++;
+			if (i < b.len && b.p[i] == '{')
+				store_fail(&c, "the store is not encrypted, but store_key= was given");
+			else
+				store_fail(&c, "corrupt (the first line is not \"" CRYPTO_MAGIC "\")");
+			goto out;
+		}
 		if (ret < 0) {
 			ret = ret == -ENOMEM ? store_fail_errno(&c, "cannot load", ret)
 					     : (store_fail(&c, "%s", what), ret);
@@ -205,9 +218,6 @@ static int read_snapshot(struct store_file *sf, struct store_image *img,
 		ret = store_json_parse(&c, plain, plen, img);
 		explicit_bzero(plain, plen);
 		free(plain);
-	} else if (sf->key) {
-		ret = store_fail(&c, "the store is not encrypted, but store_key= was given");
-		ret = -ENOMSG;
 	} else {
 		ret = store_json_parse(&c, b.p, b.len, img);
 	}
@@ -332,6 +342,31 @@ int store_flush(struct store_file *sf, const struct store_image *img)
 	if (ret == 0)
 		sf->pending = 0;
 	return ret;
+}
+
+/*
+ * Every step leaves a whole store that one key opens: after the flush,
+ * the old snapshot holds everything and the old journal nothing; after
+ * the journal is removed, the old snapshot alone; after the rename of the
+ * new snapshot, the new one alone (its journal is made, under the new
+ * key, at the next mount).  A crash between two steps loses nothing and
+ * never mixes keys.
+ */
+int store_rekey(struct store_file *sf, const struct store_image *img,
+		const struct crypto_key *newkey)
+{
+	int ret = store_flush(sf, img);
+
+	if (ret < 0)
+		return ret;
+	journal_close(sf->journal);
+	sf->journal = NULL;
+	sf->jerr = -EBADF;	/* no more changes through sf */
+	ret = journal_remove(sf->jpath);
+	if (ret < 0)
+		return ret;
+	sf->key = newkey;
+	return store_snapshot_write(sf, img);
 }
 
 unsigned long store_pending(const struct store_file *sf)

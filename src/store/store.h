@@ -121,6 +121,14 @@ int store_commit(struct store_file *sf, const struct store_image *old,
  * journal still holds every change. */
 int store_flush(struct store_file *sf, const struct store_image *img);
 
+/* Write the store sf opened (img, as store_open gave it) again sealed
+ * with newkey, or plain when newkey is NULL: the snapshot, and no journal.
+ * Each step is atomic (see persist.c), so a crash leaves either the old
+ * store or the new.  sf takes no change afterwards; close it.  0 or
+ * -errno.  newkey is borrowed. */
+int store_rekey(struct store_file *sf, const struct store_image *img,
+		const struct crypto_key *newkey);
+
 /* Records appended since the snapshot was last written. */
 unsigned long store_pending(const struct store_file *sf);
 
