@@ -58,3 +58,39 @@ make_r1_r3()
 	run kerrno stat "$MNT/session/gone"
 	assert_output ENOENT
 }
+
+@test "16.8: ln onto an existing name is EEXIST; .keyfs/link displaces it" {
+	echo a >"$MNT/session/x"
+	mkdir "$MNT/session/d"
+	echo b >"$MNT/session/d/x"
+	cat "$MNT/session/x" >/dev/null
+	run kerrno link "$MNT/session/d/x" "$MNT/session/x"
+	assert_output EEXIST
+	assert_equal "$(cat "$MNT/session/x")" a
+	echo session/d/x session >"$MNT/.keyfs/link"
+	assert_equal "$(cat "$MNT/session/x")" b
+	assert_equal "$(ino "$MNT/session/x")" "$(ino "$MNT/session/d/x")"
+}
+
+@test "16.8: a revoked logon key reads as EOPNOTSUPP, as keyctl read says" {
+	echo -n pw >"$MNT/session/%logon:svc:a"
+	echo session/%logon:svc:a >"$MNT/.keyfs/revoke"
+	run kerrno read "$MNT/session/%logon:svc:a"
+	assert_output EOPNOTSUPP
+	echo v >"$MNT/session/u"
+	echo session/u >"$MNT/.keyfs/revoke"
+	run kerrno read "$MNT/session/u"
+	assert_output EKEYREVOKED
+}
+
+@test "16.8: a key revoked behind keyfs's back before keyfs saw it is listed" {
+	skip_unless_kernel
+	local k
+	k=$(keyctl add user early v @s)
+	keyctl revoke "$k"
+	ls_has "$MNT/session" early
+	run kerrno read "$MNT/session/early"
+	assert_output EKEYREVOKED
+	rm "$MNT/session/early"
+	! klinks @s "$k"
+}
