@@ -1,5 +1,6 @@
 /* control.c: the commands written to .keyfs/ files, and the texts read from them. */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -95,47 +96,167 @@ static int run_command(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 }
 
 /*
- * The kernel caches names in directories and saw none of a control
- * command happen: after link or unlink, the key's name in that keyring
- * may now mean another key or none.  Both spellings go, since a keyring
- * that shares a user key's description is listed as %keyring:NAME.
+ * The kernel caches names in directories and saw none of a control command
+ * happen.  The names it made stale are gathered before the command runs
+ * (afterwards a revoked or invalidated key may list nothing) and dropped
+ * once it has worked.
  */
-static void forget_key_name(struct keyfs_ctx *ctx, kserial_t keyring,
-			    const char *type, const char *desc)
+struct stale {
+	uint64_t dir;
+	char name[KEYFS_NAME_MAX + 1];
+};
+
+struct stale_list {
+	struct stale *v;
+	size_t n, cap;
+};
+
+/* Bounds the walk for an invalidated key's names and the list itself: past
+ * it, the entry timeout still bounds how stale a name gets. */
+#define STALE_MAX 4096
+#define WALK_MAX 256
+
+static void stale_add(struct stale_list *l, uint64_t dir, const char *name)
+{
+	struct stale *v;
+
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? l->cap * 2 : 16;
+
+		if (cap > STALE_MAX)
+			return;
+		v = realloc(l->v, cap * sizeof(*v));
+		if (!v)
+			return;
+		l->v = v;
+		l->cap = cap;
+	}
+	l->v[l->n].dir = dir;
+	snprintf(l->v[l->n].name, sizeof(l->v[l->n].name), "%s", name);
+	l->n++;
+}
+
+/* A key's names in directory dir: both spellings, since a keyring that
+ * shares a user key's description is listed as %keyring:NAME. */
+static void stale_key_name(struct stale_list *l, uint64_t dir,
+			   const struct key_info *ki)
 {
 	char name[KEYFS_NAME_MAX + 1];
+
+	if (!ki->type[0])
+		return;
+	if (name_for_key(ki->type, ki->desc, false, name, sizeof(name)) == 0)
+		stale_add(l, dir, name);
+	if (name_for_key(ki->type, ki->desc, true, name, sizeof(name)) == 0)
+		stale_add(l, dir, name);
+}
+
+static bool is_dot(const char *name)
+{
+	return strcmp(name, ".") == 0 || strcmp(name, "..") == 0;
+}
+
+/* Every name a keyring lists: paths through it may now be refused
+ * (revoked, no search any more) or lead nowhere (cleared, invalidated). */
+static void stale_children(struct keyfs_ctx *ctx, struct stale_list *l,
+			   kserial_t keyring)
+{
 	uint64_t dir = tree_ino(ctx, keyring);
-
-	if (name_for_key(type, desc, false, name, sizeof(name)) == 0)
-		ctx_forget_name(ctx, dir, name);
-	if (name_for_key(type, desc, true, name, sizeof(name)) == 0)
-		ctx_forget_name(ctx, dir, name);
-}
-
-/* What a keyring lists now, as clear will empty it; NULL when it cannot
- * be listed (the attribute and entry timeouts still bound staleness). */
-static struct tree_dirent *list_before_clear(struct keyfs_ctx *ctx,
-					     kserial_t keyring, size_t *n)
-{
 	struct tree_dirent *d = NULL;
+	size_t n = 0, i;
 
-	if (tree_readdir(ctx, &ctx->mounter, tree_ino(ctx, keyring), &d, n) < 0)
-		return NULL;
-	return d;
+	if (tree_readdir(ctx, &ctx->mounter, dir, &d, &n) < 0)
+		return;
+	for (i = 0; i < n; i++)
+		if (!is_dot(d[i].name))
+			stale_add(l, dir, d[i].name);
+	free(d);
 }
 
-static void forget_names(struct keyfs_ctx *ctx, enum ctl_cmd which,
-			 kserial_t key, kserial_t keyring,
-			 const struct key_info *ki,
-			 const struct tree_dirent *cleared, size_t ncleared)
+static bool queued(const uint64_t *q, size_t n, uint64_t ino)
 {
-	size_t i;
+	for (size_t i = 0; i < n; i++)
+		if (q[i] == ino)
+			return true;
+	return false;
+}
 
-	if ((which == CTL_LINK || which == CTL_UNLINK) && ki->type[0])
-		forget_key_name(ctx, keyring, ki->type, ki->desc);
-	for (i = 0; cleared && i < ncleared; i++)
-		if (strcmp(cleared[i].name, ".") && strcmp(cleared[i].name, ".."))
-			ctx_forget_name(ctx, tree_ino(ctx, key), cleared[i].name);
+/*
+ * An invalidated key leaves every keyring at once, and nothing records
+ * where the kernel cached it: walk the keyrings the tree shows (breadth
+ * first, bounded) for the names it has, and its by-id name.
+ */
+static void stale_everywhere(struct keyfs_ctx *ctx, struct stale_list *l,
+			     kserial_t key)
+{
+	uint64_t q[WALK_MAX];
+	size_t head = 0, tail = 0, n, i;
+	struct tree_dirent *d;
+	char byid[32];
+
+	q[tail++] = INO_ROOT;
+	while (head < tail) {
+		uint64_t dir = q[head++];
+
+		d = NULL;
+		if (tree_readdir(ctx, &ctx->mounter, dir, &d, &n) < 0)
+			continue;
+		for (i = 0; i < n; i++) {
+			if (is_dot(d[i].name) || d[i].tn.kind != T_KEY)
+				continue;
+			if (d[i].tn.serial == key)
+				stale_add(l, dir, d[i].name);
+			if (S_ISDIR(d[i].st.st_mode) && tail < WALK_MAX &&
+			    !queued(q, tail, d[i].tn.ino))
+				q[tail++] = d[i].tn.ino;
+		}
+		free(d);
+	}
+	snprintf(byid, sizeof(byid), "%d", (int)key);
+	stale_add(l, INO_BYID, byid);
+}
+
+/* Commands that can refuse, or end, paths through a keyring. */
+static bool closes_paths(enum ctl_cmd cmd)
+{
+	return cmd == CTL_REVOKE || cmd == CTL_INVALIDATE ||
+	       cmd == CTL_SETPERM || cmd == CTL_CHOWN || cmd == CTL_CLEAR;
+}
+
+static void gather_stale(struct keyfs_ctx *ctx, enum ctl_cmd which,
+			 kserial_t key, kserial_t keyring,
+			 const struct tree_entry *entry, struct stale_list *l)
+{
+	struct key_info ki = { 0 };
+
+	if (which == CTL_REQUEST)
+		return;
+	if (BACKEND_CALL(ctx, describe, &ctx->mounter, key, &ki) < 0)
+		ki.type[0] = '\0';
+	/* The name the command was given, as written (a lookup of "r%203"
+	 * caches that spelling too) and as the key is listed. */
+	if (entry->parent) {
+		stale_add(l, entry->parent, entry->name);
+		stale_key_name(l, entry->parent, &ki);
+	}
+	/* After link or unlink, the key's name in that keyring may now mean
+	 * another key or none. */
+	if (which == CTL_LINK || which == CTL_UNLINK)
+		stale_key_name(l, tree_ino(ctx, keyring), &ki);
+	if (closes_paths(which) && strcmp(ki.type, "keyring") == 0)
+		stale_children(ctx, l, key);
+	if (which == CTL_INVALIDATE)
+		stale_everywhere(ctx, l, key);
+}
+
+/* Drop the names, and wait (briefly) until the kernel has: the writer's
+ * next path must not meet them. */
+static void forget_stale(struct keyfs_ctx *ctx, const struct stale_list *l)
+{
+	for (size_t i = 0; i < l->n; i++)
+		ctx_forget_name(ctx, l->v[i].dir, l->v[i].name);
+	if (l->n)
+		ctx_forget_wait(ctx);
 }
 
 int control_write(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
@@ -143,10 +264,8 @@ int control_write(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 {
 	struct ctl_command cmd;
 	kserial_t key = 0, keyring = 0;
-	struct key_info ki = { 0 };
-	struct tree_dirent *cleared = NULL;
 	struct tree_entry entry = { 0 };
-	size_t ncleared = 0;
+	struct stale_list stale = { 0 };
 	enum ctl_cmd which;
 	int ret;
 
@@ -168,25 +287,16 @@ int control_write(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 		if (ret < 0)
 			goto out;
 	}
-	/* The names to forget are read before the command changes them. */
-	if ((which == CTL_LINK || which == CTL_UNLINK) &&
-	    BACKEND_CALL(ctx, describe, &ctx->mounter, key, &ki) < 0)
-		ki.type[0] = '\0';
-	if (which == CTL_CLEAR)
-		cleared = list_before_clear(ctx, key, &ncleared);
+	gather_stale(ctx, which, key, keyring, &entry, &stale);
 	ret = run_command(ctx, c, &cmd, key, keyring);
 	/* The kernel caches these keys' attributes (mode, owner, link
 	 * counts); it saw none of this happen. */
 	if (ret == 0) {
 		ctx_key_changed(ctx, key);
 		ctx_key_changed(ctx, keyring);
-		forget_names(ctx, which, key, keyring, &ki, cleared, ncleared);
-		/* An invalidated key leaves every keyring; the one named in
-		 * the command is the name its writer is likely to look at. */
-		if (which == CTL_INVALIDATE && entry.parent)
-			ctx_forget_name(ctx, entry.parent, entry.name);
+		forget_stale(ctx, &stale);
 	}
-	free(cleared);
+	free(stale.v);
 out:
 	ctl_command_free(&cmd);
 	return ret;

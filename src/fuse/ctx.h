@@ -24,6 +24,8 @@ struct fs_events {
 	/* The kernel's cached name in directory parent may be stale. */
 	void (*forget_name)(struct keyfs_ctx *ctx, uint64_t parent,
 			    const char *name);
+	/* Wait, briefly, until the names forgotten so far are gone. */
+	void (*forget_wait)(struct keyfs_ctx *ctx);
 };
 
 struct keyfs_ctx {
@@ -70,6 +72,12 @@ static inline void ctx_forget_name(struct keyfs_ctx *ctx, uint64_t parent,
 {
 	if (ctx->events.forget_name)
 		ctx->events.forget_name(ctx, parent, name);
+}
+
+static inline void ctx_forget_wait(struct keyfs_ctx *ctx)
+{
+	if (ctx->events.forget_wait)
+		ctx->events.forget_wait(ctx);
 }
 
 #endif

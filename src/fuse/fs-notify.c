@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <fuse_lowlevel.h>
 
@@ -26,7 +27,9 @@ struct notifier {
 	pthread_t thread;
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
+	pthread_cond_t idle;	/* signalled when the queue is sent */
 	struct notify_item *head, **tail;
+	bool busy;		/* an item is being sent */
 	bool stop;
 };
 
@@ -45,15 +48,31 @@ static void *notifier_main(void *arg)
 		nt->head = it->next;
 		if (!nt->head)
 			nt->tail = &nt->head;
+		nt->busy = true;
 		pthread_mutex_unlock(&nt->lock);
 		/* ENOENT: the kernel had nothing cached; nothing to do. */
 		fuse_lowlevel_notify_inval_entry(nt->se, it->parent, it->name,
 						 strlen(it->name));
 		free(it);
 		pthread_mutex_lock(&nt->lock);
+		nt->busy = false;
+		if (!nt->head)
+			pthread_cond_broadcast(&nt->idle);
 	}
 	pthread_mutex_unlock(&nt->lock);
 	return NULL;
+}
+
+/* Waits on idle are timed on the monotonic clock: a wall clock set back
+ * must not stretch them. */
+static void init_idle(pthread_cond_t *idle)
+{
+	pthread_condattr_t a;
+
+	pthread_condattr_init(&a);
+	pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+	pthread_cond_init(idle, &a);
+	pthread_condattr_destroy(&a);
 }
 
 int fs_notifier_start(struct keyfs_ctx *ctx, struct fuse_session *se)
@@ -67,8 +86,10 @@ int fs_notifier_start(struct keyfs_ctx *ctx, struct fuse_session *se)
 	nt->tail = &nt->head;
 	pthread_mutex_init(&nt->lock, NULL);
 	pthread_cond_init(&nt->cond, NULL);
+	init_idle(&nt->idle);
 	ret = pthread_create(&nt->thread, NULL, notifier_main, nt);
 	if (ret != 0) {
+		pthread_cond_destroy(&nt->idle);
 		pthread_cond_destroy(&nt->cond);
 		pthread_mutex_destroy(&nt->lock);
 		free(nt);
@@ -94,6 +115,7 @@ void fs_notifier_stop(struct keyfs_ctx *ctx)
 		next = it->next;
 		free(it);
 	}
+	pthread_cond_destroy(&nt->idle);
 	pthread_cond_destroy(&nt->cond);
 	pthread_mutex_destroy(&nt->lock);
 	free(nt);
@@ -118,5 +140,28 @@ void fs_forget_name(struct keyfs_ctx *ctx, uint64_t parent, const char *name)
 	*nt->tail = it;
 	nt->tail = &it->next;
 	pthread_cond_signal(&nt->cond);
+	pthread_mutex_unlock(&nt->lock);
+}
+
+void fs_forget_wait(struct keyfs_ctx *ctx)
+{
+	struct notifier *nt = ctx->notifier;
+	struct timespec until;
+
+	if (!nt)
+		return;
+	clock_gettime(CLOCK_MONOTONIC, &until);
+	until.tv_nsec += 250 * 1000 * 1000;
+	if (until.tv_nsec >= 1000 * 1000 * 1000) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000 * 1000 * 1000;
+	}
+	pthread_mutex_lock(&nt->lock);
+	/* Bounded: a request in that directory may hold its lock while it
+	 * waits for the one keyfs is answering now; the timeout then still
+	 * bounds how stale the name gets. */
+	while ((nt->head || nt->busy) && !nt->stop)
+		if (pthread_cond_timedwait(&nt->idle, &nt->lock, &until) != 0)
+			break;
 	pthread_mutex_unlock(&nt->lock);
 }

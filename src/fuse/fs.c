@@ -69,5 +69,6 @@ int fs_run(struct keyfs_ctx *ctx, struct fuse_args *args,
 	/* The files the glue drives tell it of changes through these. */
 	ctx->events.key_changed = fs_key_changed;
 	ctx->events.forget_name = fs_forget_name;
+	ctx->events.forget_wait = fs_forget_wait;
 	return fs_loop_run(ctx, args, &keyfs_ll_ops, after_daemon);
 }

@@ -142,6 +142,10 @@ int handle_open_key(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 	h->max = ti.max_payload;
 	h->append = flags & O_APPEND;
 	ret = key_state_errno(ki->state);
+	/* As keyctl read: an unreadable type (logon) says so before it says
+	 * the key is revoked or expired. */
+	if (ret < 0 && ret != -ENOKEY && !ti.readable && acc == O_RDONLY)
+		ret = -EOPNOTSUPP;
 	if (ret < 0)
 		goto fail;
 	if (h->serial && (flags & O_TRUNC) && acc != O_RDONLY) {

@@ -177,6 +177,10 @@ static int describe_dead(struct keyfs_backend *b, const struct keyfs_cred *c,
 		kkey_drop(b, key);
 		return err;
 	}
+	/* Revoked or expired before keyfs saw it: /proc/keys names it. */
+	if (pe && (!k || !k->desc) && (k = kkey_make(b, key)) != NULL &&
+	    kkey_learn_dead(k) < 0)
+		return err;
 	if (!k || !k->desc)
 		return err;
 	if (pe && pe->flags[6] == 'i')

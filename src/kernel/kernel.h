@@ -237,6 +237,9 @@ void kkey_touch_change(struct kkey *k);
 int kkey_parent_add(struct kkey *k, kserial_t ring);
 void kkey_parent_del(struct kkey *k, kserial_t ring);
 int kkey_note(struct kkey *k, const char *type, const char *desc);
+/* A dead key's type and description from /proc/keys, where keyctl no
+ * longer describes it and keyfs never saw it alive. */
+int kkey_learn_dead(struct kkey *k);
 void kkey_note_attr(struct kkey *k, uid_t uid, gid_t gid, uint32_t perm);
 int kkey_learn(struct keyfs_backend *b, const struct keyfs_cred *c,
 	       kserial_t key, struct kkey **kp);

@@ -1,5 +1,7 @@
 /* key.c: what keyfs remembers per serial, and the key types the kernel knows. */
+#include <ctype.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -250,6 +252,74 @@ int kkey_learn(struct keyfs_backend *b, const struct keyfs_cred *c,
 	*kp = k;
 out:
 	free(text);
+	return ret;
+}
+
+/*
+ * The description of a key keyctl no longer describes (revoked or expired
+ * before keyfs ever saw it) from its /proc/keys line, "serial flags usage
+ * timeout perm uid gid type description: summary".  The summary is the
+ * type's: ": N" (user, logon, a keyring), ": empty" (a keyring), ": N
+ * [..]" (big_key); only those types are taken, where it can be cut off.
+ */
+static int dead_name(const char *line, kserial_t key, char *type,
+		     const char **desc)
+{
+	unsigned serial;
+	int off = 0;
+	char *colon, *p;
+
+	_Static_assert(KEYFS_TYPE_MAX == 31, "the %31s below");
+	if (sscanf(line, "%x %*s %*d %*s %*x %*d %*d %31s %n",
+		   &serial, type, &off) != 2 || off == 0 ||
+	    (kserial_t)serial != key)
+		return -ENOENT;
+	if (strcmp(type, "user") && strcmp(type, "logon") &&
+	    strcmp(type, "keyring") && strcmp(type, "big_key"))
+		return -EINVAL;
+	colon = strrchr(line + off, ':');
+	if (!colon || colon[1] != ' ')
+		return -EINVAL;
+	p = colon + 2;
+	if (strncmp(p, "empty", 5) == 0) {
+		p += 5;
+	} else {
+		if (!isdigit((unsigned char)*p))
+			return -EINVAL;
+		while (isdigit((unsigned char)*p))
+			p++;
+		if (*p == ' ' && p[1] == '[')
+			p += strcspn(p, "\n");
+	}
+	if (*p != '\n' && *p != '\0')
+		return -EINVAL;
+	*colon = '\0';
+	*desc = line + off;
+	return 0;
+}
+
+int kkey_learn_dead(struct kkey *k)
+{
+	char type[KEYFS_TYPE_MAX + 1], *line = NULL;
+	const char *desc;
+	size_t cap = 0;
+	int ret = -ENOKEY;
+	FILE *f = fopen("/proc/keys", "re");
+
+	if (!f)
+		return -errno;
+	while (getline(&line, &cap, f) > 0) {
+		ret = dead_name(line, k->serial, type, &desc);
+		if (ret == -ENOENT) {
+			ret = -ENOKEY;
+			continue;
+		}
+		if (ret == 0)
+			ret = kkey_note(k, type, desc);
+		break;
+	}
+	free(line);
+	fclose(f);
 	return ret;
 }
 

@@ -217,6 +217,26 @@ void kring_note_unlink(struct keyfs_backend *b, kserial_t ring, kserial_t s)
 
 /* Build ring's index anew from a listing: serials keyfs has described
  * before cost nothing, new ones are described once. */
+/* A listed key keyfs has not described: keyctl describes it, or, for one
+ * revoked or expired before keyfs saw it, /proc/keys names it (rarely:
+ * only keys never seen alive are looked up there). */
+static struct kkey *learn_listed(struct keyfs_backend *b,
+				 const struct keyfs_cred *c, kserial_t s)
+{
+	struct kkey *k;
+	int ret = kkey_learn(b, c, s, &k);
+
+	if (ret == 0)
+		return k;
+	k = kkey_get(b, s);
+	if ((ret == -EKEYREVOKED || ret == -EKEYEXPIRED) && (!k || !k->desc)) {
+		k = kkey_make(b, s);
+		if (k)
+			kkey_learn_dead(k);
+	}
+	return k;
+}
+
 static int kidx_refresh(struct keyfs_backend *b, const struct keyfs_cred *c,
 			kserial_t ring, const kserial_t *list, size_t n)
 {
@@ -243,8 +263,7 @@ static int kidx_refresh(struct keyfs_backend *b, const struct keyfs_cred *c,
 	for (size_t i = 0; i < n; i++) {
 		k = kkey_get(b, list[i]);
 		if (!k || !k->desc)
-			if (kkey_learn(b, c, list[i], &k) < 0)
-				k = kkey_get(b, list[i]);
+			k = learn_listed(b, c, list[i]);
 		ret = kidx_insert(x, list[i], k);
 		if (ret == 0 && k)
 			ret = kkey_parent_add(k, ring);

@@ -131,16 +131,20 @@ static int mem_describe(struct keyfs_backend *b, const struct keyfs_cred *c,
 	return ret;
 }
 
-/* keyctl_read_key(): the state, then read permission, or possession. */
+/* keyctl_read_key(): a negative key fails first, then read permission
+ * (or possession), then a type without read (logon), and only then a
+ * revoked or expired key (key_validate, just before the read). */
 static int read_check(struct keyfs_backend *b, const struct keyfs_cred *c,
 		      kserial_t key, bool keyring, struct mkey **out)
 {
 	struct mkey *k;
 	int ret;
 
-	ret = mem_lookup(b, c, key, 0, MEM_NEED_DEFER, &k);
+	ret = mem_lookup(b, c, key, 0, 0, &k);
 	if (ret < 0)
 		return ret;
+	if (k->negative)
+		return -k->reject_error;
 	if (keyring && !mem_is_keyring(k))
 		return -ENOTDIR;
 	ret = mem_key_perm(b, c, k, KEYFS_PERM_READ);
@@ -150,6 +154,9 @@ static int read_check(struct keyfs_backend *b, const struct keyfs_cred *c,
 		return ret;
 	if (!k->type->read)
 		return -EOPNOTSUPP;
+	ret = mem_key_validate(k, false);
+	if (ret < 0)
+		return ret;
 	*out = k;
 	return 0;
 }
