@@ -32,3 +32,37 @@ teardown() { keyfs_unmount; }
 	assert_success
 	assert_output 0
 }
+
+@test "rmdir of an empty keyring the caller may not view succeeds, as keyctl unlink does" {
+	mkdir "$MNT/session/d"
+	xset perm 0x3e3e0000 "$MNT/session/d"
+	run kerrno rmdir "$MNT/session/d"
+	assert_output OK
+	run kerrno stat "$MNT/session/d"
+	assert_output ENOENT
+}
+
+@test "rmdir of a keyring the caller may neither view nor read: as keyctl unlink, write on the parent suffices" {
+	mkdir "$MNT/session/d"
+	echo v >"$MNT/session/d/k"
+	xset perm 0x34340000 "$MNT/session/d"
+	run kerrno rmdir "$MNT/session/d"
+	assert_output OK
+	run kerrno stat "$MNT/session/d"
+	assert_output ENOENT
+}
+
+@test "rmdir of a user key the caller may not view is ENOTDIR" {
+	echo v >"$MNT/session/k"
+	xset perm 0x3e3e0000 "$MNT/session/k"
+	run kerrno rmdir "$MNT/session/k"
+	assert_output ENOTDIR
+}
+
+@test "rmdir of a keyring the caller may read but not view still refuses a non-empty one" {
+	mkdir "$MNT/session/d"
+	echo v >"$MNT/session/d/k"
+	xset perm 0x3e3e0000 "$MNT/session/d"
+	run kerrno rmdir "$MNT/session/d"
+	assert_output ENOTEMPTY
+}

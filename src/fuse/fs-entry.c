@@ -130,6 +130,37 @@ static void count_pending(struct node *n, void *arg)
 	(*(size_t *)arg)++;
 }
 
+/* Whether the entry name found in keyring is a keyring: described when
+ * the caller may view it, else known from the name, which the keyring's
+ * search finds by type (keyctl unlink needs no view of the key either).
+ * 0, -ENOTDIR or another error. */
+static int rmdir_target(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
+			kserial_t keyring, const char *name,
+			const struct tnode *tn)
+{
+	char type[KEYFS_TYPE_MAX + 1];
+	char *desc;
+	struct key_info ki;
+	kserial_t serial;
+	bool typed;
+	int ret = attr_key_info(ctx, c, tn, &ki);
+
+	if (ret == 0)
+		return keyfs_is_keyring_type(ki.type) ? 0 : -ENOTDIR;
+	if (ret != -EACCES || tn->kind != T_KEY)
+		return ret;
+	desc = malloc(KEYFS_DESC_MAX + 1);
+	ret = desc ? name_parse(name, type, desc, &typed) : -ENOMEM;
+	if (ret == 0 && typed && !keyfs_is_keyring_type(type))
+		ret = -ENOTDIR;
+	if (ret == 0)
+		ret = BACKEND_CALL(ctx, find, c, keyring, "keyring", desc, &serial);
+	if (ret == 0 && serial != tn->serial)
+		ret = -ENOTDIR;
+	free(desc);
+	return ret == -ENOKEY ? -ENOTDIR : ret;
+}
+
 void fs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct keyfs_ctx *ctx = req_ctx(req);
@@ -140,11 +171,15 @@ void fs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 	struct tnode tn;
 	int ret = entry_of(ctx, c, parent, name, &keyring, &tn);
 
-	if (ret == 0 && !is_keyring(ctx, c, &tn))
-		ret = -ENOTDIR;
+	if (ret == 0)
+		ret = rmdir_target(ctx, c, keyring, name, &tn);
 	if (ret == 0)
 		ret = BACKEND_CALL(ctx, list, c, tn.serial, &links, &n);
 	free(links);
+	/* A keyring the caller may not read cannot be seen to be empty; the
+	 * kernel lets whoever may write the parent unlink it all the same. */
+	if (ret == -EACCES)
+		ret = 0;
 	/* A listed pending entry is an entry too: removing the keyring would
 	 * silently drop it. */
 	if (ret == 0 && n == 0)
