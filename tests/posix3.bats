@@ -66,3 +66,24 @@ teardown() { keyfs_unmount; }
 	run kerrno rmdir "$MNT/session/d"
 	assert_output ENOTEMPTY
 }
+
+@test "mkdir where the possession search cannot reach gives ELOOP and makes nothing" {
+	local p=$MNT/session i
+	for i in 1 2 3 4 5 6 7; do
+		p=$p/d$i
+		run kerrno mkdir "$p"
+		assert_output OK
+	done
+	# 7 levels below session/: possessed, listed, written
+	run kerrno listdir "$p"
+	assert_output OK
+	run kerrno mkdir "$p/d8"
+	assert_output ELOOP
+	run ls -A "$p"
+	assert_output ""
+	# a level higher, the same name is fine
+	run kerrno mkdir "$MNT/session/d1/d8"
+	assert_output OK
+	run kerrno listdir "$MNT/session/d1/d8"
+	assert_output OK
+}

@@ -75,6 +75,37 @@ static int new_name(struct keyfs_ctx *ctx, const char *name, const char *plain,
 	return 0;
 }
 
+/*
+ * The kernel's possession search descends through 6 nested keyrings below
+ * the process keyrings, so a keyring 7 levels down is possessed but what
+ * it links is not, and a keyring made there gets add_key's permission
+ * with nothing for its creator but view: it could never be read, searched
+ * or changed through this path.  Told by searching rather than counting
+ * (the depth is over every path, not this one): the parent is found by
+ * the possession search and lets possessors search it, yet the new
+ * keyring is not found.  A search that finds another key of the same
+ * description proves nothing and lets the keyring be.  -ELOOP or 0.
+ */
+static int mkdir_too_deep(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
+			  kserial_t keyring, const char *desc)
+{
+	struct key_info *pi = malloc(sizeof(*pi));
+	kserial_t found;
+	int ret = pi ? BACKEND_CALL(ctx, describe, c, keyring, pi) : -ENOMEM;
+
+	if (ret < 0 || !pi->possessed ||
+	    !(pi->perm & (KEYFS_PERM_SEARCH << KEYFS_POS_SHIFT)) ||
+	    BACKEND_CALL(ctx, search, c, "keyring", desc, &found) != -ENOKEY)
+		ret = 0;
+	else if (BACKEND_CALL(ctx, search, c, "keyring", pi->desc, &found) == 0 &&
+		 found == keyring)
+		ret = -ELOOP;
+	else
+		ret = 0;
+	free(pi);
+	return ret;
+}
+
 void fs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
 	      mode_t mode)
 {
@@ -97,6 +128,11 @@ void fs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
 		ret = -EEXIST;
 	if (ret == 0)
 		ret = BACKEND_CALL(ctx, add, c, "keyring", desc, NULL, 0, keyring, &serial);
+	if (ret == 0) {
+		ret = mkdir_too_deep(ctx, c, keyring, desc);
+		if (ret < 0)
+			BACKEND_CALL(ctx, unlink, c, serial, keyring);
+	}
 	free(desc);
 	if (ret < 0) {
 		fuse_reply_err(req, -ret);
