@@ -24,6 +24,7 @@ teardown() { keyfs_unmount; }
 
 @test "a key the caller may view but not read has size 0, as the kernel says" {
 	need_u2
+	xset perm 0x3f030009 "$MNT/session"
 	printf 'secret' >"$MNT/session/k"
 	xset perm 0x3f010009 "$MNT/session/k"
 	# the kernel caches attributes per inode, not per caller: ask as the
@@ -85,5 +86,41 @@ teardown() { keyfs_unmount; }
 	run kerrno mkdir "$MNT/session/d1/d8"
 	assert_output OK
 	run kerrno listdir "$MNT/session/d1/d8"
+	assert_output OK
+}
+
+# u2 writes a new key in session/a/b: which needs search on session and a.
+u2_create_in_ab()
+{
+	run as2_errno write "$MNT/session/a/b/$1" v
+}
+
+@test "creating in a/b without search on a is refused whether or not the mounter just walked the path" {
+	need_u2
+	mkdir "$MNT/session/a" "$MNT/session/a/b"
+	xset perm 0x3f3f003f "$MNT/session/a/b"
+	xset perm 0x3f3f0000 "$MNT/session/a"
+	xset perm 0x3f3f0009 "$MNT/session"
+	# warm: the mounter walked a/b a moment ago
+	ls "$MNT/session/a/b" >/dev/null
+	stat "$MNT/session/a/b" >/dev/null
+	u2_create_in_ab k1
+	assert_output EACCES
+	# a listing of a readable a gives no way past its search either
+	xset perm 0x3f3f0002 "$MNT/session/a"
+	as2 ls "$MNT/session/a" >/dev/null 2>&1 || true
+	u2_create_in_ab k2
+	assert_output EACCES
+	# cold: the same
+	sleep 1.2
+	u2_create_in_ab k3
+	assert_output EACCES
+	# with search on a, both ways work
+	xset perm 0x3f3f0008 "$MNT/session/a"
+	ls "$MNT/session/a/b" >/dev/null
+	u2_create_in_ab k4
+	assert_output OK
+	sleep 1.2
+	u2_create_in_ab k5
 	assert_output OK
 }

@@ -12,18 +12,82 @@
 #include "names.h"
 #include "pending.h"
 
+/* Whether name, found in keyring as serial, is a keyring, known without
+ * describing it: the keyring's search finds names by type.  0 when it is,
+ * -ENOTDIR when not, or another error. */
+static int named_keyring(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
+			 kserial_t keyring, const char *name, kserial_t serial)
+{
+	char type[KEYFS_TYPE_MAX + 1];
+	char *desc = malloc(KEYFS_DESC_MAX + 1);
+	kserial_t found;
+	bool typed;
+	int ret = desc ? name_parse(name, type, desc, &typed) : -ENOMEM;
+
+	if (ret == 0 && typed && !keyfs_is_keyring_type(type))
+		ret = -ENOTDIR;
+	if (ret == 0)
+		ret = BACKEND_CALL(ctx, find, c, keyring, "keyring", desc, &found);
+	if (ret == 0 && found != serial)
+		ret = -ENOTDIR;
+	free(desc);
+	return ret == -ENOKEY ? -ENOTDIR : ret;
+}
+
+/* A key the caller may not view but whose keyring it may search is there
+ * all the same (keyctl unlink and rmdir act on it with write on the
+ * keyring): its entry says only whether it is a keyring, and is never
+ * cached, so stat and open still ask and are refused.  Otherwise err. */
+static int hidden_attr(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
+		       fuse_ino_t parent, const char *name,
+		       const struct tnode *tn, struct stat *st, int err)
+{
+	kserial_t keyring;
+	int ret = tn->kind == T_KEY && err == -EACCES ?
+		  parent_keyring(ctx, parent, &keyring) : err;
+
+	if (ret == 0)
+		ret = named_keyring(ctx, c, keyring, name, tn->serial);
+	if (ret < 0 && ret != -ENOTDIR)
+		return err;
+	memset(st, 0, sizeof(*st));
+	st->st_ino = (ino_t)tn->ino;
+	st->st_mode = ret == 0 ? S_IFDIR : S_IFREG;
+	st->st_nlink = 1;
+	/* never shown (getattr is refused); the kernel takes no invalid id */
+	st->st_uid = ctx->mounter.uid;
+	st->st_gid = ctx->mounter.gid;
+	return 0;
+}
+
 void fs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct keyfs_ctx *ctx = req_ctx(req);
 	struct req_cred rc;
 	const struct keyfs_cred *c = req_cred(req, &rc);
+	struct fuse_entry_param e;
+	struct stat st;
 	struct tnode tn;
+	bool hidden = false;
 	int ret = tree_lookup(ctx, c, parent, name, &tn);
 
-	if (ret < 0)
+	if (ret == 0) {
+		ret = attr_get(ctx, c, &tn, &st);
+		if (ret == -EACCES) {
+			ret = hidden_attr(ctx, c, parent, name, &tn, &st, ret);
+			hidden = ret == 0;
+		}
+	}
+	if (ret < 0) {
 		fuse_reply_err(req, -ret);
-	else
-		reply_entry(req, ctx, c, &tn);
+		return;
+	}
+	fill_entry(ctx, &tn, &st, &e);
+	entry_in(ctx, c, parent, &e);
+	if (hidden)
+		e.attr_timeout = e.entry_timeout = 0;
+	if (fuse_reply_entry(req, &e) == 0)
+		took_ref(ctx, &tn);
 }
 
 void fs_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
@@ -139,7 +203,7 @@ void fs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
 		return;
 	}
 	tree_node(ctx, tree_ino(ctx, serial), &tn);
-	reply_entry(req, ctx, c, &tn);
+	reply_entry(req, ctx, c, parent, &tn);
 }
 
 void fs_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
@@ -166,35 +230,21 @@ static void count_pending(struct node *n, void *arg)
 	(*(size_t *)arg)++;
 }
 
-/* Whether the entry name found in keyring is a keyring: described when
- * the caller may view it, else known from the name, which the keyring's
- * search finds by type (keyctl unlink needs no view of the key either).
+/* rmdir's target: a keyring, told by its description when the caller may
+ * view it, else by its name (keyctl unlink needs no view of the key).
  * 0, -ENOTDIR or another error. */
 static int rmdir_target(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 			kserial_t keyring, const char *name,
 			const struct tnode *tn)
 {
-	char type[KEYFS_TYPE_MAX + 1];
-	char *desc;
 	struct key_info ki;
-	kserial_t serial;
-	bool typed;
 	int ret = attr_key_info(ctx, c, tn, &ki);
 
 	if (ret == 0)
 		return keyfs_is_keyring_type(ki.type) ? 0 : -ENOTDIR;
 	if (ret != -EACCES || tn->kind != T_KEY)
 		return ret;
-	desc = malloc(KEYFS_DESC_MAX + 1);
-	ret = desc ? name_parse(name, type, desc, &typed) : -ENOMEM;
-	if (ret == 0 && typed && !keyfs_is_keyring_type(type))
-		ret = -ENOTDIR;
-	if (ret == 0)
-		ret = BACKEND_CALL(ctx, find, c, keyring, "keyring", desc, &serial);
-	if (ret == 0 && serial != tn->serial)
-		ret = -ENOTDIR;
-	free(desc);
-	return ret == -ENOKEY ? -ENOTDIR : ret;
+	return named_keyring(ctx, c, keyring, name, tn->serial);
 }
 
 void fs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
@@ -284,6 +334,7 @@ void fs_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 		return;
 	}
 	fill_entry(ctx, &tn, &st, &e);
+	entry_in(ctx, c, parent, &e);
 	fi->fh = (uintptr_t)h;
 	fi->direct_io = 1;
 	if (fuse_reply_create(req, &e, fi) == 0)
@@ -316,5 +367,5 @@ void fs_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
 	if (ret < 0)
 		fuse_reply_err(req, -ret);
 	else
-		reply_entry(req, ctx, c, &tn);
+		reply_entry(req, ctx, c, parent, &tn);
 }

@@ -59,8 +59,42 @@ void took_ref(struct keyfs_ctx *ctx, const struct tnode *tn)
 		node_key_ref(ctx->nodes, tn->ino);
 }
 
+/*
+ * A name the kernel caches is walked without asking keyfs, by any caller:
+ * the search permission its lookup checked on the keyring would go
+ * unchecked for the next one.  So when other uids may come in, names in a
+ * keyring that does not let every class search are not cached, and each
+ * walk looks them up (and is checked) afresh.
+ */
+bool names_cacheable(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
+		     fuse_ino_t parent)
+{
+	const uint32_t s = KEYFS_PERM_SEARCH;
+	struct key_info ki;
+	struct tnode pt;
+	uint32_t want;
+
+	if (!ctx->multi_user || tree_node(ctx, parent, &pt) < 0 || pt.kind != T_KEY)
+		return true;
+	if (attr_key_info(ctx, c, &pt, &ki) < 0)
+		return false;
+	want = s << KEYFS_POS_SHIFT | s << KEYFS_USR_SHIFT | s << KEYFS_OTH_SHIFT;
+	/* a group class granting nothing is skipped, as by the kernel */
+	if (ki.perm & (KEYFS_PERM_ALL << KEYFS_GRP_SHIFT))
+		want |= s << KEYFS_GRP_SHIFT;
+	return (ki.perm & want) == want;
+}
+
+void entry_in(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
+	      fuse_ino_t parent, struct fuse_entry_param *e)
+{
+	if (!names_cacheable(ctx, c, parent))
+		e->entry_timeout = 0;
+}
+
 void reply_entry(fuse_req_t req, struct keyfs_ctx *ctx,
-		 const struct keyfs_cred *c, const struct tnode *tn)
+		 const struct keyfs_cred *c, fuse_ino_t parent,
+		 const struct tnode *tn)
 {
 	struct fuse_entry_param e;
 	struct stat st;
@@ -71,6 +105,7 @@ void reply_entry(fuse_req_t req, struct keyfs_ctx *ctx,
 		return;
 	}
 	fill_entry(ctx, tn, &st, &e);
+	entry_in(ctx, c, parent, &e);
 	if (fuse_reply_entry(req, &e) == 0)
 		took_ref(ctx, tn);
 }
