@@ -124,3 +124,65 @@ u2_create_in_ab()
 	u2_create_in_ab k5
 	assert_output OK
 }
+
+# The permission the store holds, asked past keyfs where it can be.
+perm_of()
+{
+	if [[ $KEYFS_BACKEND == kernel ]]; then
+		echo "0x$(keyctl rdescribe "$(ino "$1")" | cut -d';' -f4)"
+	else
+		xget perm "$1"
+	fi
+}
+
+@test "the mode given at creat, open(O_CREAT), mknod and mkdir applies after the umask" {
+	(umask 077 && echo v >"$MNT/session/a")
+	assert_equal "$(perm_of "$MNT/session/a")" 0x3f070000
+	# the owner class shows the possessor's search as x
+	assert_equal "$(stat -c %a "$MNT/session/a")" 700
+	(umask 022 && echo v >"$MNT/session/b")
+	assert_equal "$(perm_of "$MNT/session/b")" 0x3f070202
+	echo v | install -m 640 /dev/stdin "$MNT/session/c"
+	assert_equal "$(perm_of "$MNT/session/c")" 0x3f070200
+	assert_equal "$(cat "$MNT/session/c")" v
+	run "$KEYFS_PY" -c 'import os, sys; os.close(os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT, 0o600))' "$MNT/session/d"
+	assert_success
+	assert_equal "$(xget perm "$MNT/session/d")" 0x3f070000
+	(umask 0 && "$KEYFS_PY" -c 'import os, stat, sys; os.mknod(sys.argv[1], stat.S_IFREG | 0o640)' "$MNT/session/e")
+	assert_equal "$(xget perm "$MNT/session/e")" 0x3f070200
+	(umask 022 && mkdir -m 700 "$MNT/session/r")
+	assert_equal "$(perm_of "$MNT/session/r")" 0x3f0f0000
+	(umask 022 && mkdir "$MNT/session/r2")
+	assert_equal "$(perm_of "$MNT/session/r2")" 0x3f0f0a0a
+	assert_equal "$(stat -c %a "$MNT/session/r2")" 755
+	# no mode takes the possessor's view, search, link or setattr
+	(umask 0 && "$KEYFS_PY" -c 'import os, sys; os.close(os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT, 0))' "$MNT/session/z")
+	echo v >"$MNT/session/z"
+	assert_equal "$(perm_of "$MNT/session/z")" 0x39010000
+	chmod 600 "$MNT/session/z"
+	assert_equal "$(cat "$MNT/session/z")" v
+}
+
+@test "a pending entry shows the mode it was created with, and keeps it when written" {
+	(umask 077 && touch "$MNT/session/p")
+	assert_equal "$(xget state "$MNT/session/p")" pending
+	assert_equal "$(xget perm "$MNT/session/p")" 0x3f070000
+	echo v >"$MNT/session/p"
+	assert_equal "$(perm_of "$MNT/session/p")" 0x3f070000
+	# an existing key keeps its permission whatever mode an open gives
+	(umask 0 && echo w >"$MNT/session/p")
+	assert_equal "$(perm_of "$MNT/session/p")" 0x3f070000
+}
+
+@test "a creator that may not set a permission keeps the kernel's default" {
+	need_u2
+	xset perm 0x3f030009 "$MNT/session"
+	mkdir "$MNT/session/ring"
+	xset perm 0x3f3f003f "$MNT/session/ring"
+	run as2 sh -c "umask 077 && echo v >'$MNT/session/ring/k'"
+	assert_success
+	assert_equal "$(perm_of "$MNT/session/ring/k")" 0x3f010000
+	run as2_errno mkdir "$MNT/session/ring/r"
+	assert_output OK
+	assert_equal "$(perm_of "$MNT/session/ring/r")" 0x3f010000
+}

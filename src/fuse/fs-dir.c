@@ -58,8 +58,7 @@ static void do_readdir(fuse_req_t req, size_t size, off_t off,
 	struct handle *h = (struct handle *)(uintptr_t)fi->fh;
 	char *buf = calloc(1, size);
 	size_t used = 0;
-	struct req_cred rc;
-	bool cache = !plus || names_cacheable(ctx, req_cred(req, &rc), h->ino);
+	bool cache = !plus || names_cacheable(ctx, h->ino);
 
 	if (!buf) {
 		fuse_reply_err(req, ENOMEM);

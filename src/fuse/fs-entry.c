@@ -9,8 +9,10 @@
 #include "attr.h"
 #include "fs-ops.h"
 #include "handle.h"
+#include "keytype.h"
 #include "names.h"
 #include "pending.h"
+#include "perm.h"
 
 /* Whether name, found in keyring as serial, is a keyring, known without
  * describing it: the keyring's search finds names by type.  0 when it is,
@@ -83,7 +85,7 @@ void fs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		return;
 	}
 	fill_entry(ctx, &tn, &st, &e);
-	entry_in(ctx, c, parent, &e);
+	entry_in(ctx, parent, &e);
 	if (hidden)
 		e.attr_timeout = e.entry_timeout = 0;
 	if (fuse_reply_entry(req, &e) == 0)
@@ -170,6 +172,38 @@ static int mkdir_too_deep(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 	return ret;
 }
 
+/* The permission a new key of type gets for the mode given at its
+ * creation (the caller's umask already applied by the kernel): the type's
+ * default with the mode mapped as chmod maps it. */
+static int mode_perm(struct keyfs_ctx *ctx, const char *type, mode_t mode,
+		     uint32_t *out)
+{
+	struct key_type_info ti;
+	int ret = keytype_info(ctx, type, &ti);
+
+	if (ret == 0)
+		*out = perm_from_mode(ti.default_perm, mode & 0777);
+	return ret;
+}
+
+/* Give a new keyring its mode; one whose creator may not set it (not
+ * possessed, so no setattr) keeps add_key's permission.  Other errors
+ * undo the mkdir. */
+static int mkdir_mode(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
+		      kserial_t keyring, kserial_t serial, mode_t mode)
+{
+	uint32_t perm;
+	int ret = mode_perm(ctx, "keyring", mode, &perm);
+
+	if (ret == 0)
+		ret = BACKEND_CALL(ctx, setperm, c, serial, perm);
+	if (ret == -EACCES)
+		ret = 0;
+	if (ret < 0)
+		BACKEND_CALL(ctx, unlink, c, serial, keyring);
+	return ret;
+}
+
 void fs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
 	      mode_t mode)
 {
@@ -182,7 +216,6 @@ void fs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
 	struct tnode tn;
 	int ret;
 
-	(void)mode;	/* a keyring gets the kernel's default permission */
 	ret = desc ? parent_keyring(ctx, parent, &keyring) : -ENOMEM;
 	if (ret == 0)
 		ret = new_name(ctx, name, "keyring", type, desc);
@@ -196,6 +229,8 @@ void fs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
 		ret = mkdir_too_deep(ctx, c, keyring, desc);
 		if (ret < 0)
 			BACKEND_CALL(ctx, unlink, c, serial, keyring);
+		else
+			ret = mkdir_mode(ctx, c, keyring, serial, mode);
 	}
 	free(desc);
 	if (ret < 0) {
@@ -277,9 +312,22 @@ void fs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 	fuse_reply_err(req, ret < 0 ? -ret : 0);
 }
 
+/* A new entry takes its creation mode as its permission, set at
+ * instantiation; where its creator may not set a permission (it will not
+ * possess the key) the key keeps add_key's. */
+static void pending_mode(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
+			 struct node *n, mode_t mode)
+{
+	uint32_t perm;
+
+	if (mode_perm(ctx, n->type, mode, &perm) == 0 &&
+	    pending_setperm(ctx, c, n, perm) == 0)
+		n->perm_from_mode = true;
+}
+
 static int create_pending(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 			  kserial_t keyring, const char *name, int flags,
-			  struct tnode *tn)
+			  mode_t mode, struct tnode *tn)
 {
 	char type[KEYFS_TYPE_MAX + 1];
 	char *desc = malloc(KEYFS_DESC_MAX + 1);
@@ -290,6 +338,8 @@ static int create_pending(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 		ret = -EISDIR;
 	if (ret == 0)
 		ret = pending_create(ctx, c, keyring, type, desc, flags, &n);
+	if (ret == 0)
+		pending_mode(ctx, c, n, mode);
 	if (ret == 0)
 		ret = tree_node(ctx, n->ino, tn);
 	free(desc);
@@ -309,9 +359,6 @@ void fs_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	struct tnode tn;
 	int ret;
 
-	/* The mode is not applied: a new key gets the kernel's default
-	 * permission, so a umask of 022 does not hand a secret to others. */
-	(void)mode;
 	ret = parent_keyring(ctx, parent, &keyring);
 	if (ret == 0 && strlen(name) > KEYFS_NAME_MAX)
 		ret = -ENAMETOOLONG;
@@ -322,7 +369,7 @@ void fs_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 		else if (ret == 0)
 			ret = tree_node(ctx, tree_ino(ctx, serial), &tn);
 		else if (ret == -ENOENT)
-			ret = create_pending(ctx, c, keyring, name, fi->flags, &tn);
+			ret = create_pending(ctx, c, keyring, name, fi->flags, mode, &tn);
 	}
 	if (ret == 0)
 		ret = handle_open_key(ctx, c, &tn, fi->flags, &h);
@@ -334,7 +381,7 @@ void fs_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 		return;
 	}
 	fill_entry(ctx, &tn, &st, &e);
-	entry_in(ctx, c, parent, &e);
+	entry_in(ctx, parent, &e);
 	fi->fh = (uintptr_t)h;
 	fi->direct_io = 1;
 	if (fuse_reply_create(req, &e, fi) == 0)
@@ -363,7 +410,8 @@ void fs_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
 	if (ret == 0 && tree_find_key(ctx, c, keyring, name, &serial) == 0)
 		ret = -EEXIST;
 	if (ret == 0)
-		ret = create_pending(ctx, c, keyring, name, O_WRONLY | O_CREAT | O_EXCL, &tn);
+		ret = create_pending(ctx, c, keyring, name, O_WRONLY | O_CREAT | O_EXCL,
+				     mode, &tn);
 	if (ret < 0)
 		fuse_reply_err(req, -ret);
 	else

@@ -26,13 +26,12 @@ void took_ref(struct keyfs_ctx *ctx, const struct tnode *tn);
 void reply_entry(fuse_req_t req, struct keyfs_ctx *ctx,
 		 const struct keyfs_cred *c, fuse_ino_t parent,
 		 const struct tnode *tn);
-/* Whether the kernel may cache names in directory parent: not when it
- * could walk one for a caller that parent's search permission would
- * refuse (multi-user mounts).  entry_in: e uncached where not. */
-bool names_cacheable(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
-		     fuse_ino_t parent);
-void entry_in(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
-	      fuse_ino_t parent, struct fuse_entry_param *e);
+/* Whether the kernel may cache names in directory parent: not names in
+ * keyrings when callers of other uids may walk them (each walk must check
+ * search for its own caller).  entry_in: e uncached where not. */
+bool names_cacheable(struct keyfs_ctx *ctx, fuse_ino_t parent);
+void entry_in(struct keyfs_ctx *ctx, fuse_ino_t parent,
+	      struct fuse_entry_param *e);
 
 /* fs-reply.c: the keyring a directory inode is (-EPERM for keyfs's own
  * directories); an entry of one for removal or renaming; whether tn is a

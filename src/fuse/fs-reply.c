@@ -62,33 +62,24 @@ void took_ref(struct keyfs_ctx *ctx, const struct tnode *tn)
 /*
  * A name the kernel caches is walked without asking keyfs, by any caller:
  * the search permission its lookup checked on the keyring would go
- * unchecked for the next one.  So when other uids may come in, names in a
- * keyring that does not let every class search are not cached, and each
- * walk looks them up (and is checked) afresh.
+ * unchecked for the next one.  So when other uids may come in, names in
+ * keyrings are not cached, and each walk looks them up (and is checked)
+ * afresh.  Caching names in keyrings every class may search would need
+ * every later change of their permission to drop the names cached under
+ * them, before it returns; a lookup is cheap enough not to.
  */
-bool names_cacheable(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
-		     fuse_ino_t parent)
+bool names_cacheable(struct keyfs_ctx *ctx, fuse_ino_t parent)
 {
-	const uint32_t s = KEYFS_PERM_SEARCH;
-	struct key_info ki;
 	struct tnode pt;
-	uint32_t want;
 
-	if (!ctx->multi_user || tree_node(ctx, parent, &pt) < 0 || pt.kind != T_KEY)
-		return true;
-	if (attr_key_info(ctx, c, &pt, &ki) < 0)
-		return false;
-	want = s << KEYFS_POS_SHIFT | s << KEYFS_USR_SHIFT | s << KEYFS_OTH_SHIFT;
-	/* a group class granting nothing is skipped, as by the kernel */
-	if (ki.perm & (KEYFS_PERM_ALL << KEYFS_GRP_SHIFT))
-		want |= s << KEYFS_GRP_SHIFT;
-	return (ki.perm & want) == want;
+	return !ctx->multi_user || tree_node(ctx, parent, &pt) < 0 ||
+	       pt.kind != T_KEY;
 }
 
-void entry_in(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
-	      fuse_ino_t parent, struct fuse_entry_param *e)
+void entry_in(struct keyfs_ctx *ctx, fuse_ino_t parent,
+	      struct fuse_entry_param *e)
 {
-	if (!names_cacheable(ctx, c, parent))
+	if (!names_cacheable(ctx, parent))
 		e->entry_timeout = 0;
 }
 
@@ -105,7 +96,7 @@ void reply_entry(fuse_req_t req, struct keyfs_ctx *ctx,
 		return;
 	}
 	fill_entry(ctx, tn, &st, &e);
-	entry_in(ctx, c, parent, &e);
+	entry_in(ctx, parent, &e);
 	if (fuse_reply_entry(req, &e) == 0)
 		took_ref(ctx, tn);
 }
