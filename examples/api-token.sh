@@ -38,7 +38,9 @@ put()
 	[ -n "$token" ] || die "no token on standard input"
 	# cat, not a shell redirection alone: keyfs reports a failed commit
 	# at close(2), which cat checks and the shell does not.
-	printf '%s' "$token" | cat > "$key"
+	# umask 077: the mode sets the key's permission; the token is the
+	# owner's alone whatever the caller's umask.
+	(umask 077 && printf '%s' "$token" | cat > "$key")
 	# A token that cannot be given its expiry is not kept at all.
 	if ! setfattr -n user.keyfs.expiry -v "+$secs" "$key"; then
 		rm -f "$key"

@@ -17,7 +17,7 @@ kowner() { keyctl rdescribe "$1" | cut -d';' -f2,3 | tr ';' :; }
 @test "keyctl setperm shows in the mode and the perm xattr" {
 	keyfs_mount
 	echo -n v > "$MNT/session/k"
-	assert_equal "$(stat -c %a "$MNT/session/k")" 700
+	assert_equal "$(stat -c %a "$MNT/session/k")" 744
 	keyctl setperm "$(ino "$MNT/session/k")" 0x3f0f0b09
 	eventually output_is 0x3f0f0b09 getfattr --absolute-names --only-values -n user.keyfs.perm "$MNT/session/k"
 	eventually output_is 751 stat -c %a "$MNT/session/k"

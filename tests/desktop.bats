@@ -40,11 +40,11 @@ g()
 	run g info "$MNT/session/api-token"
 	assert_success
 	assert_line --partial "standard::size: 11"
-	assert_line --partial "unix::mode: $((0100700))"
+	assert_line --partial "unix::mode: $((0100744))"
 	assert_line --partial "unix::inode: $(ino "$MNT/session/api-token")"
 	assert_line --partial "owner::user: $(id -un)"
 	assert_line --partial "xattr::keyfs.type: user"
-	assert_line --partial "xattr::keyfs.perm: 0x3f010000"
+	assert_line --partial "xattr::keyfs.perm: 0x3f070202"
 	assert_line --partial "xattr::keyfs.state: valid"
 	assert_line --partial "unix mount: $KEYFS_BACKEND $MNT fuse.keyfs"
 }

@@ -158,7 +158,7 @@ xattr() { getfattr --absolute-names --only-values -n "user.keyfs.$2" -- "$1"; }
 	expiry=$(xattr "$MNT/session/api-token" expiry)
 	((expiry >= now + 3590 && expiry <= now + 3601)) ||
 		fail "expiry $expiry is not an hour from $now"
-	assert_equal "$(xattr "$MNT/session/api-token" perm)" 0x3f010000
+	assert_equal "$(xattr "$MNT/session/api-token" perm)" 0x3f070000
 
 	stub_start
 	curl_shim

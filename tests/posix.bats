@@ -118,6 +118,8 @@ print(open(p).read())
 	xset perm 0x3f3f0000 "$MNT/session/ring/k"
 	xset perm 0x3f3f0000 "$MNT/session/ring"
 	chown "$U2UID:$U2GID" "$MNT/session/ring/k" "$MNT/session/ring"
+	# the second user walks session/: it needs search there
+	xset perm 0x3f030009 "$MNT/session"
 	run as2_errno rename "$MNT/session/ring/k" "$MNT/session/ring/k2"
 	assert_output OK
 	run kerrno stat "$MNT/session/ring/k"

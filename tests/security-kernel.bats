@@ -103,7 +103,7 @@ as2_request() { as2_errno write "$MNT/.keyfs/request" "$1" w; }
 	run as2_errno stat "$MNT/.keyfs/search/user/shown"
 	assert_output OK
 	# a key it may search, in a keyring only the mounter may search
-	mkdir "$MNT/session/priv"
+	mkdir -m 700 "$MNT/session/priv"
 	echo v >"$MNT/session/priv/nested"
 	xset perm 0x3f010009 "$MNT/session/priv/nested"
 	run as2_errno stat "$MNT/.keyfs/search/user/nested"

@@ -71,7 +71,7 @@ except OSError as e:
 	assert_output EACCES
 	echo secret-root >&7
 	exec 7>&-
-	assert_equal "$(xget perm "$MNT/session/ring/tokD")" 0x3f010000
+	assert_equal "$(xget perm "$MNT/session/ring/tokD")" 0x3f070202
 	assert_equal "$(stat -c %u:%g "$MNT/session/ring/tokD")" 0:0
 	assert_equal "$(xget expiry "$MNT/session/ring/tokD")" 0
 	run as2_errno read "$p"

@@ -113,7 +113,7 @@ user.keyfs.type'
 	assert_line 'user.keyfs.type="user"'
 	assert_line 'user.keyfs.description="k"'
 	assert_line "user.keyfs.serial=\"$s\""
-	assert_line 'user.keyfs.perm="0x3f010000"'
+	assert_line 'user.keyfs.perm="0x3f070202"'
 	assert_line 'user.keyfs.expiry="0"'
 	assert_line 'user.keyfs.state="valid"'
 }
@@ -172,7 +172,7 @@ print("bad" if b"\n" in v or b"\0" in v else "good")' "$MNT/session/k" "user.key
 	done
 	run "$KEYFS_PY" -c 'import os, sys
 print(os.getxattr(sys.argv[1], "user.keyfs.perm"))' "$MNT/session/k"
-	assert_output "b'0x3f010000'"
+	assert_output "b'0x3f070202'"
 }
 
 @test "kernel: serial and perm agree with keyctl" {
@@ -214,7 +214,7 @@ print(os.getxattr(sys.argv[1], "user.keyfs.perm"))' "$MNT/session/k"
 	# setfattr -v 0x... sends hex-decoded bytes: only 4 of them are a mask
 	run setfattr -n user.keyfs.perm -v 0x3f3f000000 "$MNT/session/k"
 	assert_failure
-	assert_equal "$(xget perm "$MNT/session/k")" 0x3f010000
+	assert_equal "$(xget perm "$MNT/session/k")" 0x3f070202
 }
 
 @test "expiry +N sets a timeout N seconds from now; 0 clears it" {
@@ -348,7 +348,7 @@ expiry_between()
 	run "$XA" get "$MNT/session/k" user.keyfs.perm 9
 	assert_output ERANGE
 	run "$XA" get "$MNT/session/k" user.keyfs.perm 10
-	assert_output 0x3f010000
+	assert_output 0x3f070202
 	run "$XA" get "$MNT/session/k" user.keyfs.description 1
 	assert_output k
 	run "$XA" list "$MNT/session/k" 0
@@ -362,7 +362,7 @@ expiry_between()
 	echo v >"$MNT/session/k"
 	run "$XA" set "$MNT/session/k" user.keyfs.perm 0x3f030000 create
 	assert_output EEXIST
-	assert_equal "$(xget perm "$MNT/session/k")" 0x3f010000
+	assert_equal "$(xget perm "$MNT/session/k")" 0x3f070202
 	run "$XA" set "$MNT/session/k" user.keyfs.perm 0x3f030000 replace
 	assert_output OK
 	assert_equal "$(xget perm "$MNT/session/k")" 0x3f030000

@@ -47,6 +47,7 @@ struct keyfs_ctx {
 	struct handle *open_keys;	/* handle.c: open key files, to outlive their keys */
 	struct fs_events events;	/* the glue's callbacks (see above) */
 	int store_lock;			/* store=: the lock file (store-lock.c), or -1 */
+	bool multi_user;		/* allow_other/allow_root: callers of other uids */
 
 	/* fs-loop.c: every request handler runs holding this lock, so the
 	 * model, the node table and the open handles see one request at a

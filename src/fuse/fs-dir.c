@@ -58,6 +58,7 @@ static void do_readdir(fuse_req_t req, size_t size, off_t off,
 	struct handle *h = (struct handle *)(uintptr_t)fi->fh;
 	char *buf = calloc(1, size);
 	size_t used = 0;
+	bool cache = !plus || names_cacheable(ctx, h->ino);
 
 	if (!buf) {
 		fuse_reply_err(req, ENOMEM);
@@ -75,6 +76,8 @@ static void do_readdir(fuse_req_t req, size_t size, off_t off,
 			struct fuse_entry_param e;
 
 			fill_entry(ctx, &tn, &d->st, &e);
+			if (!cache)
+				e.entry_timeout = 0;
 			if (dot)
 				e.ino = 0;	/* the kernel takes no reference for . and .. */
 			n = fuse_add_direntry_plus(req, buf + used, size - used,

@@ -9,21 +9,87 @@
 #include "attr.h"
 #include "fs-ops.h"
 #include "handle.h"
+#include "keytype.h"
 #include "names.h"
 #include "pending.h"
+#include "perm.h"
+
+/* Whether name, found in keyring as serial, is a keyring, known without
+ * describing it: the keyring's search finds names by type.  0 when it is,
+ * -ENOTDIR when not, or another error. */
+static int named_keyring(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
+			 kserial_t keyring, const char *name, kserial_t serial)
+{
+	char type[KEYFS_TYPE_MAX + 1];
+	char *desc = malloc(KEYFS_DESC_MAX + 1);
+	kserial_t found;
+	bool typed;
+	int ret = desc ? name_parse(name, type, desc, &typed) : -ENOMEM;
+
+	if (ret == 0 && typed && !keyfs_is_keyring_type(type))
+		ret = -ENOTDIR;
+	if (ret == 0)
+		ret = BACKEND_CALL(ctx, find, c, keyring, "keyring", desc, &found);
+	if (ret == 0 && found != serial)
+		ret = -ENOTDIR;
+	free(desc);
+	return ret == -ENOKEY ? -ENOTDIR : ret;
+}
+
+/* A key the caller may not view but whose keyring it may search is there
+ * all the same (keyctl unlink and rmdir act on it with write on the
+ * keyring): its entry says only whether it is a keyring, and is never
+ * cached, so stat and open still ask and are refused.  Otherwise err. */
+static int hidden_attr(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
+		       fuse_ino_t parent, const char *name,
+		       const struct tnode *tn, struct stat *st, int err)
+{
+	kserial_t keyring;
+	int ret = tn->kind == T_KEY && err == -EACCES ?
+		  parent_keyring(ctx, parent, &keyring) : err;
+
+	if (ret == 0)
+		ret = named_keyring(ctx, c, keyring, name, tn->serial);
+	if (ret < 0 && ret != -ENOTDIR)
+		return err;
+	memset(st, 0, sizeof(*st));
+	st->st_ino = (ino_t)tn->ino;
+	st->st_mode = ret == 0 ? S_IFDIR : S_IFREG;
+	st->st_nlink = 1;
+	/* never shown (getattr is refused); the kernel takes no invalid id */
+	st->st_uid = ctx->mounter.uid;
+	st->st_gid = ctx->mounter.gid;
+	return 0;
+}
 
 void fs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct keyfs_ctx *ctx = req_ctx(req);
 	struct req_cred rc;
 	const struct keyfs_cred *c = req_cred(req, &rc);
+	struct fuse_entry_param e;
+	struct stat st;
 	struct tnode tn;
+	bool hidden = false;
 	int ret = tree_lookup(ctx, c, parent, name, &tn);
 
-	if (ret < 0)
+	if (ret == 0) {
+		ret = attr_get(ctx, c, &tn, &st);
+		if (ret == -EACCES) {
+			ret = hidden_attr(ctx, c, parent, name, &tn, &st, ret);
+			hidden = ret == 0;
+		}
+	}
+	if (ret < 0) {
 		fuse_reply_err(req, -ret);
-	else
-		reply_entry(req, ctx, c, &tn);
+		return;
+	}
+	fill_entry(ctx, &tn, &st, &e);
+	entry_in(ctx, parent, &e);
+	if (hidden)
+		e.attr_timeout = e.entry_timeout = 0;
+	if (fuse_reply_entry(req, &e) == 0)
+		took_ref(ctx, &tn);
 }
 
 void fs_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
@@ -75,6 +141,69 @@ static int new_name(struct keyfs_ctx *ctx, const char *name, const char *plain,
 	return 0;
 }
 
+/*
+ * The kernel's possession search descends through 6 nested keyrings below
+ * the process keyrings, so a keyring 7 levels down is possessed but what
+ * it links is not, and a keyring made there gets add_key's permission
+ * with nothing for its creator but view: it could never be read, searched
+ * or changed through this path.  Told by searching rather than counting
+ * (the depth is over every path, not this one): the parent is found by
+ * the possession search and lets possessors search it, yet the new
+ * keyring is not found.  A search that finds another key of the same
+ * description proves nothing and lets the keyring be.  -ELOOP or 0.
+ */
+static int mkdir_too_deep(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
+			  kserial_t keyring, const char *desc)
+{
+	struct key_info *pi = malloc(sizeof(*pi));
+	kserial_t found;
+	int ret = pi ? BACKEND_CALL(ctx, describe, c, keyring, pi) : -ENOMEM;
+
+	if (ret < 0 || !pi->possessed ||
+	    !(pi->perm & (KEYFS_PERM_SEARCH << KEYFS_POS_SHIFT)) ||
+	    BACKEND_CALL(ctx, search, c, "keyring", desc, &found) != -ENOKEY)
+		ret = 0;
+	else if (BACKEND_CALL(ctx, search, c, "keyring", pi->desc, &found) == 0 &&
+		 found == keyring)
+		ret = -ELOOP;
+	else
+		ret = 0;
+	free(pi);
+	return ret;
+}
+
+/* The permission a new key of type gets for the mode given at its
+ * creation (the caller's umask already applied by the kernel): the type's
+ * default with the mode mapped as chmod maps it. */
+static int mode_perm(struct keyfs_ctx *ctx, const char *type, mode_t mode,
+		     uint32_t *out)
+{
+	struct key_type_info ti;
+	int ret = keytype_info(ctx, type, &ti);
+
+	if (ret == 0)
+		*out = perm_from_mode(ti.default_perm, mode & 0777);
+	return ret;
+}
+
+/* Give a new keyring its mode; one whose creator may not set it (not
+ * possessed, so no setattr) keeps add_key's permission.  Other errors
+ * undo the mkdir. */
+static int mkdir_mode(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
+		      kserial_t keyring, kserial_t serial, mode_t mode)
+{
+	uint32_t perm;
+	int ret = mode_perm(ctx, "keyring", mode, &perm);
+
+	if (ret == 0)
+		ret = BACKEND_CALL(ctx, setperm, c, serial, perm);
+	if (ret == -EACCES)
+		ret = 0;
+	if (ret < 0)
+		BACKEND_CALL(ctx, unlink, c, serial, keyring);
+	return ret;
+}
+
 void fs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
 	      mode_t mode)
 {
@@ -87,7 +216,6 @@ void fs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
 	struct tnode tn;
 	int ret;
 
-	(void)mode;	/* a keyring gets the kernel's default permission */
 	ret = desc ? parent_keyring(ctx, parent, &keyring) : -ENOMEM;
 	if (ret == 0)
 		ret = new_name(ctx, name, "keyring", type, desc);
@@ -97,13 +225,20 @@ void fs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
 		ret = -EEXIST;
 	if (ret == 0)
 		ret = BACKEND_CALL(ctx, add, c, "keyring", desc, NULL, 0, keyring, &serial);
+	if (ret == 0) {
+		ret = mkdir_too_deep(ctx, c, keyring, desc);
+		if (ret < 0)
+			BACKEND_CALL(ctx, unlink, c, serial, keyring);
+		else
+			ret = mkdir_mode(ctx, c, keyring, serial, mode);
+	}
 	free(desc);
 	if (ret < 0) {
 		fuse_reply_err(req, -ret);
 		return;
 	}
 	tree_node(ctx, tree_ino(ctx, serial), &tn);
-	reply_entry(req, ctx, c, &tn);
+	reply_entry(req, ctx, c, parent, &tn);
 }
 
 void fs_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
@@ -130,6 +265,23 @@ static void count_pending(struct node *n, void *arg)
 	(*(size_t *)arg)++;
 }
 
+/* rmdir's target: a keyring, told by its description when the caller may
+ * view it, else by its name (keyctl unlink needs no view of the key).
+ * 0, -ENOTDIR or another error. */
+static int rmdir_target(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
+			kserial_t keyring, const char *name,
+			const struct tnode *tn)
+{
+	struct key_info ki;
+	int ret = attr_key_info(ctx, c, tn, &ki);
+
+	if (ret == 0)
+		return keyfs_is_keyring_type(ki.type) ? 0 : -ENOTDIR;
+	if (ret != -EACCES || tn->kind != T_KEY)
+		return ret;
+	return named_keyring(ctx, c, keyring, name, tn->serial);
+}
+
 void fs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct keyfs_ctx *ctx = req_ctx(req);
@@ -140,11 +292,15 @@ void fs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 	struct tnode tn;
 	int ret = entry_of(ctx, c, parent, name, &keyring, &tn);
 
-	if (ret == 0 && !is_keyring(ctx, c, &tn))
-		ret = -ENOTDIR;
+	if (ret == 0)
+		ret = rmdir_target(ctx, c, keyring, name, &tn);
 	if (ret == 0)
 		ret = BACKEND_CALL(ctx, list, c, tn.serial, &links, &n);
 	free(links);
+	/* A keyring the caller may not read cannot be seen to be empty; the
+	 * kernel lets whoever may write the parent unlink it all the same. */
+	if (ret == -EACCES)
+		ret = 0;
 	/* A listed pending entry is an entry too: removing the keyring would
 	 * silently drop it. */
 	if (ret == 0 && n == 0)
@@ -156,9 +312,22 @@ void fs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 	fuse_reply_err(req, ret < 0 ? -ret : 0);
 }
 
+/* A new entry takes its creation mode as its permission, set at
+ * instantiation; where its creator may not set a permission (it will not
+ * possess the key) the key keeps add_key's. */
+static void pending_mode(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
+			 struct node *n, mode_t mode)
+{
+	uint32_t perm;
+
+	if (mode_perm(ctx, n->type, mode, &perm) == 0 &&
+	    pending_setperm(ctx, c, n, perm) == 0)
+		n->perm_from_mode = true;
+}
+
 static int create_pending(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 			  kserial_t keyring, const char *name, int flags,
-			  struct tnode *tn)
+			  mode_t mode, struct tnode *tn)
 {
 	char type[KEYFS_TYPE_MAX + 1];
 	char *desc = malloc(KEYFS_DESC_MAX + 1);
@@ -169,6 +338,8 @@ static int create_pending(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 		ret = -EISDIR;
 	if (ret == 0)
 		ret = pending_create(ctx, c, keyring, type, desc, flags, &n);
+	if (ret == 0)
+		pending_mode(ctx, c, n, mode);
 	if (ret == 0)
 		ret = tree_node(ctx, n->ino, tn);
 	free(desc);
@@ -188,9 +359,6 @@ void fs_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	struct tnode tn;
 	int ret;
 
-	/* The mode is not applied: a new key gets the kernel's default
-	 * permission, so a umask of 022 does not hand a secret to others. */
-	(void)mode;
 	ret = parent_keyring(ctx, parent, &keyring);
 	if (ret == 0 && strlen(name) > KEYFS_NAME_MAX)
 		ret = -ENAMETOOLONG;
@@ -201,7 +369,7 @@ void fs_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 		else if (ret == 0)
 			ret = tree_node(ctx, tree_ino(ctx, serial), &tn);
 		else if (ret == -ENOENT)
-			ret = create_pending(ctx, c, keyring, name, fi->flags, &tn);
+			ret = create_pending(ctx, c, keyring, name, fi->flags, mode, &tn);
 	}
 	if (ret == 0)
 		ret = handle_open_key(ctx, c, &tn, fi->flags, &h);
@@ -213,6 +381,7 @@ void fs_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 		return;
 	}
 	fill_entry(ctx, &tn, &st, &e);
+	entry_in(ctx, parent, &e);
 	fi->fh = (uintptr_t)h;
 	fi->direct_io = 1;
 	if (fuse_reply_create(req, &e, fi) == 0)
@@ -241,9 +410,10 @@ void fs_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
 	if (ret == 0 && tree_find_key(ctx, c, keyring, name, &serial) == 0)
 		ret = -EEXIST;
 	if (ret == 0)
-		ret = create_pending(ctx, c, keyring, name, O_WRONLY | O_CREAT | O_EXCL, &tn);
+		ret = create_pending(ctx, c, keyring, name, O_WRONLY | O_CREAT | O_EXCL,
+				     mode, &tn);
 	if (ret < 0)
 		fuse_reply_err(req, -ret);
 	else
-		reply_entry(req, ctx, c, &tn);
+		reply_entry(req, ctx, c, parent, &tn);
 }

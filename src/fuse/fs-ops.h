@@ -21,9 +21,17 @@ void fill_entry(struct keyfs_ctx *ctx, const struct tnode *tn,
 		const struct stat *st, struct fuse_entry_param *e);
 /* The kernel now holds one more reference to tn's inode. */
 void took_ref(struct keyfs_ctx *ctx, const struct tnode *tn);
-/* Reply with tn's entry (or the error its attributes give). */
+/* Reply with tn's entry, a name in directory parent (or the error its
+ * attributes give). */
 void reply_entry(fuse_req_t req, struct keyfs_ctx *ctx,
-		 const struct keyfs_cred *c, const struct tnode *tn);
+		 const struct keyfs_cred *c, fuse_ino_t parent,
+		 const struct tnode *tn);
+/* Whether the kernel may cache names in directory parent: not names in
+ * keyrings when callers of other uids may walk them (each walk must check
+ * search for its own caller).  entry_in: e uncached where not. */
+bool names_cacheable(struct keyfs_ctx *ctx, fuse_ino_t parent);
+void entry_in(struct keyfs_ctx *ctx, fuse_ino_t parent,
+	      struct fuse_entry_param *e);
 
 /* fs-reply.c: the keyring a directory inode is (-EPERM for keyfs's own
  * directories); an entry of one for removal or renaming; whether tn is a

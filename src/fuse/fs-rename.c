@@ -262,5 +262,5 @@ void fs_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
 	if (ret < 0)
 		fuse_reply_err(req, -ret);
 	else
-		reply_entry(req, ctx, c, &tn);
+		reply_entry(req, ctx, c, newparent, &tn);
 }

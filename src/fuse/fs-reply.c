@@ -59,8 +59,33 @@ void took_ref(struct keyfs_ctx *ctx, const struct tnode *tn)
 		node_key_ref(ctx->nodes, tn->ino);
 }
 
+/*
+ * A name the kernel caches is walked without asking keyfs, by any caller:
+ * the search permission its lookup checked on the keyring would go
+ * unchecked for the next one.  So when other uids may come in, names in
+ * keyrings are not cached, and each walk looks them up (and is checked)
+ * afresh.  Caching names in keyrings every class may search would need
+ * every later change of their permission to drop the names cached under
+ * them, before it returns; a lookup is cheap enough not to.
+ */
+bool names_cacheable(struct keyfs_ctx *ctx, fuse_ino_t parent)
+{
+	struct tnode pt;
+
+	return !ctx->multi_user || tree_node(ctx, parent, &pt) < 0 ||
+	       pt.kind != T_KEY;
+}
+
+void entry_in(struct keyfs_ctx *ctx, fuse_ino_t parent,
+	      struct fuse_entry_param *e)
+{
+	if (!names_cacheable(ctx, parent))
+		e->entry_timeout = 0;
+}
+
 void reply_entry(fuse_req_t req, struct keyfs_ctx *ctx,
-		 const struct keyfs_cred *c, const struct tnode *tn)
+		 const struct keyfs_cred *c, fuse_ino_t parent,
+		 const struct tnode *tn)
 {
 	struct fuse_entry_param e;
 	struct stat st;
@@ -71,6 +96,7 @@ void reply_entry(fuse_req_t req, struct keyfs_ctx *ctx,
 		return;
 	}
 	fill_entry(ctx, tn, &st, &e);
+	entry_in(ctx, parent, &e);
 	if (fuse_reply_entry(req, &e) == 0)
 		took_ref(ctx, tn);
 }

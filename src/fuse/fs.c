@@ -1,6 +1,7 @@
 /* fs.c: the FUSE ops table (its handlers in fs-entry.c, fs-rename.c, fs-file.c, fs-dir.c) and starting the session. */
 #define FUSE_USE_VERSION 314
 #include <stdio.h>
+#include <string.h>
 
 #include "attr.h"
 #include "fs-ops.h"
@@ -63,9 +64,31 @@ void fs_print_version(void)
 	printf("FUSE library version %s\n", fuse_pkgversion());
 }
 
+/* Whether the mount lets in callers of other uids (allow_other, or
+ * allow_root, which libfuse mounts as allow_other): only then may a name
+ * the kernel caches for one caller be walked by another. */
+static bool lets_others_in(const struct fuse_args *args)
+{
+	for (int i = 0; i < args->argc; i++) {
+		const char *a = args->argv[i];
+		size_t n;
+
+		if (strncmp(a, "-o", 2) == 0)
+			a += 2;
+		for (; *a; a += n + (a[n] == ',')) {
+			n = strcspn(a, ",");
+			if ((n == 11 && strncmp(a, "allow_other", n) == 0) ||
+			    (n == 10 && strncmp(a, "allow_root", n) == 0))
+				return true;
+		}
+	}
+	return false;
+}
+
 int fs_run(struct keyfs_ctx *ctx, struct fuse_args *args,
 	   int (*after_daemon)(struct keyfs_ctx *ctx))
 {
+	ctx->multi_user = lets_others_in(args);
 	/* The files the glue drives tell it of changes through these. */
 	ctx->events.key_changed = fs_key_changed;
 	ctx->events.forget_name = fs_forget_name;

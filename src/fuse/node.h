@@ -57,6 +57,7 @@ struct node {
 	gid_t gid;
 	uint32_t perm;		/* applied at instantiation when perm_set */
 	bool perm_set;
+	bool perm_from_mode;	/* perm is the create mode's: kept only where it can be set */
 	time_t expiry;		/* absolute; applied at instantiation when nonzero */
 	struct timespec mtime, ctime;
 	kserial_t serial;	/* the key, once instantiated; 0 before.  NODE_ALIAS: the key it stands for */

@@ -182,6 +182,7 @@ int pending_setperm(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 		return ret;
 	n->perm = perm;
 	n->perm_set = true;
+	n->perm_from_mode = false;
 	changed(n);
 	return 0;
 }
@@ -297,8 +298,13 @@ int pending_instantiate(struct keyfs_ctx *ctx, struct node *n,
 	if (ret == 0 && n->expiry)
 		ret = BACKEND_CALL(ctx, set_timeout, c, serial,
 				   n->expiry > now ? (unsigned)(n->expiry - now) : 1);
-	if (ret == 0 && n->perm_set)
+	if (ret == 0 && n->perm_set) {
 		ret = BACKEND_CALL(ctx, setperm, c, serial, n->perm);
+		/* A create mode the creator turns out unable to set (the key is
+		 * not possessed after all) leaves add_key's, as mkdir does. */
+		if (ret == -EACCES && n->perm_from_mode)
+			ret = 0;
+	}
 	if (ret < 0) {
 		BACKEND_CALL(ctx, unlink, &ctx->mounter, serial, n->parent);
 		goto fail;

@@ -333,7 +333,9 @@ int tree_lookup(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 		if (pt.serial == ctx->root_key && strcmp(name, ".keyfs") == 0)
 			return tree_node(ctx, INO_CTLDIR, out);
 		ret = key_is_keyring(ctx, c, pt.serial);
-		if (ret < 0)
+		/* search without view is enough to look in a keyring, as for
+		 * keyctl search: the find says whether it is one */
+		if (ret < 0 && ret != -EACCES)
 			return ret;
 		return lookup_in_keyring(ctx, c, pt.serial, name, out);
 	case T_BYID:

@@ -96,15 +96,18 @@ static void key_info_fill(struct keyfs_backend *b, const struct keyfs_cred *c,
 	ki->perm = k->perm;
 	ki->state = key_state(k);
 	ki->expiry = k->expiry;
-	/* What a read would return: keyrings read as 4 bytes a link. */
+	ki->possessed = mem_possessed(b, c, k);
+	/* What a read would return: keyrings read as 4 bytes a link; 0 for
+	 * a caller the read would refuse, as the kernel's probe gives. */
 	ki->size = !k->type->read ? 0 : k->ring ?
 		   k->ring->nlinks * sizeof(kserial_t) : k->len;
+	if (!ki->possessed && mem_key_perm(b, c, k, KEYFS_PERM_READ) < 0)
+		ki->size = 0;
 	if (k->ring) {
 		ki->nlink = 2 + (unsigned)k->ring->nrings;
 	} else {
 		ki->nlink = k->nparents ? (unsigned)k->nparents : 1;
 	}
-	ki->possessed = mem_possessed(b, c, k);
 	ki->mtime = k->mtime;
 	ki->ctime = k->ctime;
 }

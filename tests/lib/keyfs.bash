@@ -17,6 +17,9 @@ load /usr/lib/bats/bats-assert/load
 bats_require_minimum_version 1.5.0
 
 KEYFS_BACKEND=${KEYFS_BACKEND:-memory}
+# A known umask: the mode a key is created with sets its permission, so
+# `echo v >KEY` makes 0x3f070202 (shown 744) and mkdir 0x3f0f0a0a (755).
+umask 022
 export KEYFS_BACKEND
 
 # A system python starts faster than a pyenv shim and is the same language.
