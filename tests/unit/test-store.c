@@ -780,6 +780,48 @@ static void test_save_failures(void)
 	store_image_free(&img);
 }
 
+/* A keyring's link changes, as the memory backend logs them, undone. */
+static void test_links_undo(void)
+{
+	const struct store_link_change log[] = {
+		{ STORE_LINK_APPEND, 4, 0, 3 },		/* 1 2 3 4 */
+		{ STORE_LINK_REMOVE, 2, 0, 1 },		/* 1 3 4 */
+		{ STORE_LINK_REPLACE, 5, 3, 1 },	/* 1 5 4 */
+		{ STORE_LINK_REMOVE, 1, 0, 0 },		/* 5 4 */
+		{ STORE_LINK_APPEND, 1, 0, 2 },		/* 5 4 1 */
+	};
+	const struct store_link_change bad[] = {
+		{ STORE_LINK_APPEND, 9, 0, 0 },
+	};
+	kserial_t *v = malloc(3 * sizeof(*v));
+	size_t n = 3;
+
+	v[0] = 5;
+	v[1] = 4;
+	v[2] = 1;
+	is_int(store_links_undo(&v, &n, log, 5), 0, "a log of appends, removals and a displacement undoes");
+	ok(n == 3 && v[0] == 1 && v[1] == 2 && v[2] == 3,
+	   "to the links as they were, in order");
+	is_int(store_links_undo(&v, &n, log, 0), 0, "an empty log changes nothing");
+	ok(n == 3 && v[0] == 1 && v[2] == 3, "nothing changed");
+	is_int(store_links_undo(&v, &n, bad, 1), -EINVAL,
+	       "a log that does not describe the links is EINVAL");
+	free(v);
+	v = NULL;
+	n = 0;
+	const struct store_link_change all[] = {
+		{ STORE_LINK_APPEND, 7, 0, 0 },
+		{ STORE_LINK_REMOVE, 7, 0, 0 },
+		{ STORE_LINK_APPEND, 8, 0, 0 },
+	};
+	v = malloc(sizeof(*v));
+	v[0] = 8;
+	n = 1;
+	is_int(store_links_undo(&v, &n, all, 3), 0, "a key linked, unlinked and another linked");
+	is_int(n, 0, "undoes to an empty keyring");
+	free(v);
+}
+
 int main(void)
 {
 	const char *tmp = getenv("TMPDIR");
@@ -801,6 +843,7 @@ int main(void)
 	test_rejects();
 	test_io_errors();
 	test_save_failures();
+	test_links_undo();
 
 	free(big_payload);
 	ret = done_testing();
