@@ -75,6 +75,8 @@ static void unmount_all(void)
 	}
 }
 
+static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+
 static void die(const char *fmt, ...)
 {
 	va_list ap;
