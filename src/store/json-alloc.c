@@ -79,6 +79,8 @@ int store_json_arena_open(struct store_json_arena *a, size_t size)
 		a->base = NULL;
 		return -ENOMEM;
 	}
+	/* It holds the payloads' base64 while it lives: not in a core. */
+	(void)madvise(a->base, size, MADV_DONTDUMP);
 	a->cap = size;
 	arena = a;
 	return 0;
