@@ -177,6 +177,8 @@ static int snapshot(struct keyfs_backend *b)
 	if (ret == 0)
 		ret = store_flush(b->sf, &img);
 	store_image_free(&img);
+	/* The image was as big as the model: give its pages back. */
+	malloc_trim(0);
 	return ret;
 }
 
