@@ -8,52 +8,6 @@
 
 #include "memory.h"
 
-static int image_key(const struct mkey *k, struct store_key *sk)
-{
-	sk->serial = k->serial;
-	sk->uid = k->uid;
-	sk->gid = k->gid;
-	sk->perm = k->perm;
-	sk->state = k->negative ? KEY_STATE_NEGATIVE :
-		    k->revoked ? KEY_STATE_REVOKED : KEY_STATE_VALID;
-	sk->expiry = k->expiry;
-	sk->mtime = k->mtime;
-	sk->ctime = k->ctime;
-	sk->type = strdup(k->type->name);
-	sk->desc = strdup(k->desc);
-	if (!sk->type || !sk->desc)
-		return -ENOMEM;
-	if (k->len) {
-		sk->payload = malloc(k->len);
-		if (!sk->payload)
-			return -ENOMEM;
-		memcpy(sk->payload, k->payload, k->len);
-		sk->len = k->len;
-	}
-	if (!k->ring)
-		return 0;
-	sk->restricted = k->ring->restricted;
-	if (k->ring->restrict_type) {
-		sk->restrict_type = strdup(k->ring->restrict_type);
-		if (!sk->restrict_type)
-			return -ENOMEM;
-	}
-	if (k->ring->restriction) {
-		sk->restriction = strdup(k->ring->restriction);
-		if (!sk->restriction)
-			return -ENOMEM;
-	}
-	if (k->ring->nlinks) {
-		sk->links = malloc(k->ring->nlinks * sizeof(*sk->links));
-		if (!sk->links)
-			return -ENOMEM;
-		for (size_t i = 0; i < k->ring->nlinks; i++)
-			sk->links[i] = k->ring->links[i]->serial;
-		sk->nlinks = k->ring->nlinks;
-	}
-	return 0;
-}
-
 /* Mark in img the keys the file must not get: those reachable only through
  * the process keyring (which dies with keyfs, as the kernel's does) and the
  * process keyring itself.  keys[] is the model sorted as img->keys. */
@@ -117,7 +71,7 @@ int mem_image_build(struct keyfs_backend *b, struct store_image *img)
 	}
 	for (size_t i = 0; i < b->nkeys && ret == 0; i++) {
 		img->nkeys++;
-		ret = image_key(keys[i], &img->keys[i]);
+		ret = mem_key_image(keys[i], &img->keys[i], true);
 	}
 	if (ret == 0)
 		ret = image_mark_unsaved(b, keys, img);
@@ -369,12 +323,98 @@ static void model_swap(struct keyfs_backend *a, struct keyfs_backend *c)
 #undef SWAP
 }
 
+/* The key of img (sorted by serial, its first n keys) with serial, or -1. */
+static ssize_t image_find(const struct store_image *img, size_t n,
+			  kserial_t serial)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (img->keys[mid].serial == serial)
+			return (ssize_t)mid;
+		if (img->keys[mid].serial < serial)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return -1;
+}
+
+/* One tracked key of img (the model now) back as it was at the last save:
+ * made since, it goes (marked invalidated, which load skips, links to it
+ * too); freed since, it comes back; else its old fields, and its links
+ * from the copy or the log undone.  e->old is moved into img. */
+static int revert_key(struct store_image *img, size_t n, struct mtrack *e)
+{
+	ssize_t i = image_find(img, n, e->serial);
+	struct store_key *sk, *keys;
+	kserial_t *links;
+	size_t nlinks;
+	int ret = 0;
+
+	if (!e->existed) {
+		if (i >= 0)
+			img->keys[i].state = KEY_STATE_INVALIDATED;
+		return 0;
+	}
+	if (i < 0) {
+		keys = realloc(img->keys, (img->nkeys + 1) * sizeof(*keys));
+		if (!keys)
+			return -ENOMEM;
+		img->keys = keys;
+		img->keys[img->nkeys++] = e->old;
+		memset(&e->old, 0, sizeof(e->old));
+		e->full = true;
+		return 0;
+	}
+	sk = &img->keys[i];
+	links = sk->links;
+	nlinks = sk->nlinks;
+	sk->links = NULL;
+	sk->nlinks = 0;
+	if (e->full) {
+		free(links);
+		links = e->old.links;
+		nlinks = e->old.nlinks;
+	} else if (e->nlog) {
+		ret = store_links_undo(&links, &nlinks, e->log, e->nlog);
+	}
+	store_key_free(sk);
+	*sk = e->old;
+	sk->links = links;
+	sk->nlinks = nlinks;
+	memset(&e->old, 0, sizeof(e->old));
+	e->full = true;
+	return ret;
+}
+
 int mem_model_revert(struct keyfs_backend *b)
 {
 	struct keyfs_backend tmp = *b;
+	struct store_image img;
 	kserial_t next = b->next_serial;
+	size_t n;
 	int ret;
 
+	/* The whole model, once, and only when a save failed: every save
+	 * keeps just the old state of what it touched. */
+	ret = mem_image_build(b, &img);
+	if (ret < 0)
+		return ret;
+	n = img.nkeys;
+	for (size_t i = 0; i < b->ntrack && ret == 0; i++)
+		ret = revert_key(&img, n, &b->track[i]);
+	if (ret < 0) {
+		store_image_free(&img);
+		return ret;
+	}
+	img.session = b->file_special[0];
+	img.user = b->file_special[1];
+	img.user_session = b->file_special[2];
+	img.persistent = b->file_special[3];
+	tmp.tracking = false;
 	tmp.table = NULL;
 	tmp.tcap = tmp.nkeys = 0;
 	tmp.users = NULL;
@@ -383,14 +423,58 @@ int mem_model_revert(struct keyfs_backend *b)
 	tmp.process = tmp.persistent = NULL;
 	tmp.dead = NULL;
 	tmp.gc_next = 0;
-	/* The snapshot holds the process keyring and what only it links
-	 * (never written to the file), so the undo keeps them as they were. */
-	ret = mem_model_load(&tmp, &b->snap, b->snap.process, NULL, 0);
+	/* The process keyring and what only it links are never in the file,
+	 * but are undone as well. */
+	ret = mem_model_load(&tmp, &img, b->saved_process, NULL, 0);
+	store_image_free(&img);
 	if (ret == 0) {
 		model_swap(b, &tmp);
 		if (b->next_serial < next)
 			b->next_serial = next;
+		mem_track_forget(b);	/* its keys are tmp's now */
+		mem_stored_reset(b);
 	}
 	mem_model_free(&tmp);
 	return ret;
+}
+
+void mem_stored_reset(struct keyfs_backend *b)
+{
+	struct mkey *tops[] = { b->session, b->user, b->user_session,
+				b->persistent };
+	unsigned long stamp = ++b->stamp;
+	struct mkey *head = NULL, *tail = NULL;
+
+	for (size_t i = 0; i < sizeof(tops) / sizeof(tops[0]); i++) {
+		struct mkey *k = tops[i];
+
+		if (!k || k->walk_stamp == stamp)
+			continue;
+		k->walk_stamp = stamp;
+		k->qnext = NULL;
+		if (tail)
+			tail->qnext = k;
+		else
+			head = k;
+		tail = k;
+	}
+	for (struct mkey *q = head; q; q = q->qnext)
+		for (size_t i = 0; q->ring && i < q->ring->nlinks; i++) {
+			struct mkey *ch = q->ring->links[i];
+
+			if (ch->walk_stamp == stamp)
+				continue;
+			ch->walk_stamp = stamp;
+			ch->qnext = NULL;
+			tail->qnext = ch;
+			tail = ch;
+		}
+	for (size_t i = 0; i < b->tcap; i++)
+		for (struct mkey *k = b->table[i]; k; k = k->hnext)
+			k->stored = k->walk_stamp == stamp;
+	b->file_special[0] = b->session ? b->session->serial : 0;
+	b->file_special[1] = b->user ? b->user->serial : 0;
+	b->file_special[2] = b->user_session ? b->user_session->serial : 0;
+	b->file_special[3] = b->persistent ? b->persistent->serial : 0;
+	b->saved_process = b->process ? b->process->serial : 0;
 }

@@ -246,6 +246,7 @@ void mem_key_register(struct keyfs_backend *b, struct mkey *k)
 	struct muser *u = mem_user_find(b, k->uid);
 
 	table_insert(b, k);
+	mem_track_new(b, k);
 	u->nkeys++;
 	u->nikeys++;
 	if (k->in_quota)
@@ -258,6 +259,7 @@ static void key_destroy(struct keyfs_backend *b, struct mkey *k)
 {
 	struct muser *u = mem_user_find(b, k->uid);
 
+	mem_track_gone(b, k);
 	k->type->destroy(b, k);
 	table_remove(b, k);
 	if (u) {

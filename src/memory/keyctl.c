@@ -24,6 +24,7 @@ static int add_update(struct keyfs_backend *b, const struct keyfs_cred *c,
 				 (long)(prep->datalen - old->datalen));
 	if (ret < 0)
 		return ret;
+	mem_track(b, old);
 	old->type->update(old, prep);
 	old->negative = false;
 	mem_charge_sync(b, old);
@@ -149,6 +150,7 @@ int mem_update(struct keyfs_backend *b, const struct keyfs_cred *c,
 		ret = mem_quota_room(b, k->uid, 0, (long)(prep.datalen - k->datalen));
 	if (ret < 0)
 		goto out;
+	mem_track(b, k);
 	k->type->update(k, &prep);
 	mem_charge_sync(b, k);
 	mem_key_touch(k, true);
@@ -262,6 +264,8 @@ int mem_revoke(struct keyfs_backend *b, const struct keyfs_cred *c,
 		mem_end(b);
 		return ret;
 	}
+	mem_track(b, k);
+	mem_track_clear(b, k);
 	k->revoked = true;
 	k->type->revoke(b, k);
 	mem_charge_sync(b, k);
@@ -319,6 +323,7 @@ int mem_clear(struct keyfs_backend *b, const struct keyfs_cred *c,
 		mem_end(b);
 		return ret;
 	}
+	mem_track_clear(b, kr);
 	for (size_t i = 0; i < kr->ring->nlinks; i++)
 		mem_key_touch(kr->ring->links[i], false);
 	mring_clear(b, kr);
@@ -346,6 +351,7 @@ int mem_setperm(struct keyfs_backend *b, const struct keyfs_cred *c,
 		mem_end(b);
 		return ret;
 	}
+	mem_track(b, k);
 	k->perm = perm;
 	mem_key_touch(k, false);
 	return mem_commit(b);
@@ -371,6 +377,7 @@ int mem_chown(struct keyfs_backend *b, const struct keyfs_cred *c,
 	ret = perm_chown_allowed(c, k->uid, k->gid, uid, gid, c->uid == 0);
 	if (ret < 0)
 		goto out;
+	mem_track(b, k);
 	if (uid != (uid_t)-1 && uid != k->uid) {
 		if (k->in_quota)
 			ret = mem_quota_room(b, uid, 1, (long)k->charged);
@@ -413,6 +420,7 @@ int mem_set_timeout(struct keyfs_backend *b, const struct keyfs_cred *c,
 		mem_end(b);
 		return ret;
 	}
+	mem_track(b, k);
 	k->expiry = secs ? time(NULL) + (time_t)secs : 0;
 	mem_gc_schedule(b, k->expiry);
 	mem_key_touch(k, false);
@@ -445,6 +453,7 @@ int mem_restrict(struct keyfs_backend *b, const struct keyfs_cred *c,
 		mem_end(b);
 		return ret;
 	}
+	mem_track(b, kr);
 	kr->ring->restricted = true;
 	mem_key_touch(kr, false);
 	return mem_commit(b);

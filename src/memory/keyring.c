@@ -11,6 +11,7 @@
 void mem_unlink_one(struct keyfs_backend *b, struct mkey *keyring,
 		    struct mkey *key)
 {
+	mem_track_unlink(b, keyring, key);
 	if (!mring_unlink(keyring, key))
 		return;
 	mem_charge_sync(b, keyring);
@@ -110,6 +111,8 @@ void mem_link_commit(struct keyfs_backend *b, struct mkey *keyring,
 
 	if (mring_find(keyring, key->type, key->desc) == key)
 		return;
+	mem_track_link(b, keyring, key, mring_find(keyring, key->type,
+						   key->desc));
 	old = mring_link(keyring, key);
 	mem_charge_sync(b, keyring);
 	mem_key_touch(keyring, true);

@@ -120,6 +120,8 @@ struct mkey {
 	int reject_error;
 	bool in_quota;		/* charged to its owner (not the user keyrings) */
 	bool special;		/* held by keyfs: never reaped */
+	bool stored;		/* with a store: the store holds it */
+	bool tracked;		/* with a store: changed since the last save */
 	time_t expiry;		/* absolute; 0: none */
 	struct timespec mtime, ctime;
 	unsigned char *payload;	/* not keyrings; wiped before free */
@@ -137,6 +139,22 @@ struct mkey {
 	struct mkey *qnext;	/* traversal queue */
 	unsigned long walk_stamp;	/* marks of the backend's traversals */
 	int walk_depth;
+	unsigned track_idx;	/* tracked: its entry in the backend's track */
+};
+
+/* With a store: one key changed since the last save, as it was then, so
+ * that the save writes only what changed and a failed save is undone
+ * without a copy of the whole model (track.c). */
+struct mtrack {
+	struct mkey *key;	/* NULL once reaped */
+	kserial_t serial;
+	bool existed;		/* the model had it at the last save: old */
+	bool was_stored;	/* the store holds it */
+	bool now_stored;	/* the save's verdict */
+	bool full;		/* old.links holds the old links; else log */
+	struct store_key old;	/* existed: as it was */
+	struct store_link_change *log;	/* keyrings: link changes since */
+	size_t nlog, logcap;
 };
 
 /* One key owner's usage, as the kernel's struct key_user. */
@@ -174,15 +192,21 @@ struct keyfs_backend {
 
 	unsigned long stamp;		/* counts traversals */
 
-	struct store_image snap;	/* with a store: what it holds */
 	struct store_file *sf;		/* with a store: its journal */
+	bool tracking;			/* sf, and the model is loaded */
+	struct mtrack *track;		/* keys changed since the last save */
+	size_t ntrack, trackcap;
+	bool track_oom;			/* a change could not be tracked */
+	kserial_t file_special[4];	/* the special keyrings it holds */
+	kserial_t saved_process;	/* the process keyring at that save */
 	const struct crypto_key *store_key;	/* owned by the caller */
 };
 
 /*
  * The files, from the bottom up; a file calls only those above it in this
  * list, never one below it (except through a struct mkey_type's slots):
- *   types.c, key.c, keyring.c, gc.c, permission.c, image.c, commit.c,
+ *   types.c, track.c, key.c, keyring.c, gc.c, permission.c, image.c,
+ *   commit.c,
  *   process_keys.c, then on top keyctl.c, request_key.c, proc.c, memory.c.
  */
 
@@ -250,6 +274,32 @@ static inline bool mem_is_keyring(const struct mkey *k)
 {
 	return k->type == &mtype_keyring;
 }
+
+/* ---- track.c: with a store, what changed since the last save ----
+ * Each is called before the change it names, and costs nothing without a
+ * store (b->tracking false).  A failure to track (memory) is kept in
+ * b->track_oom: the next save then fails and is undone. */
+
+/* k as the store writes it (with links: a keyring's links too).  0 or
+ * -ENOMEM; on failure sk holds part of it: store_key_free it. */
+int mem_key_image(const struct mkey *k, struct store_key *sk, bool links);
+/* k's fields (not its links) are about to change. */
+void mem_track(struct keyfs_backend *b, struct mkey *k);
+/* k was just made (registered). */
+void mem_track_new(struct keyfs_backend *b, struct mkey *k);
+/* child is about to be linked into keyring, displacing old (or NULL). */
+void mem_track_link(struct keyfs_backend *b, struct mkey *keyring,
+		    struct mkey *child, struct mkey *old);
+/* child is about to be unlinked from keyring. */
+void mem_track_unlink(struct keyfs_backend *b, struct mkey *keyring,
+		      struct mkey *child);
+/* keyring is about to drop every link (clear, revoke, reap). */
+void mem_track_clear(struct keyfs_backend *b, struct mkey *keyring);
+/* k is about to be freed. */
+void mem_track_gone(struct keyfs_backend *b, struct mkey *k);
+/* Forget every entry (after a save, or an undo); keys keep their stored
+ * flag as set by the caller. */
+void mem_track_forget(struct keyfs_backend *b);
 
 /* ---- key.c: the serial table, owners and quotas, keys' lives ---- */
 
@@ -391,10 +441,15 @@ int mem_model_load(struct keyfs_backend *b, const struct store_image *img,
 /* Free every key and owner of the model, leaving it empty; not the
  * backend itself, nor its snap. */
 void mem_model_free(struct keyfs_backend *b);
-/* Go back to what the store holds (b->snap), after a failed save.  Serials
+/* Go back to what the store holds, after a failed save: the model now
+ * with every tracked key as it was at the last save (b->track).  Serials
  * stay unused.  On failure (-ENOMEM) the model stays as it is (ahead of
  * the store). */
 int mem_model_revert(struct keyfs_backend *b);
+/* Say which keys the store holds (those the special keyrings other than
+ * the process keyring reach) and which special keyrings, as of now: after
+ * a load, a snapshot, an undo.  O(keys). */
+void mem_stored_reset(struct keyfs_backend *b);
 
 /* ---- commit.c: the frame of an operation ---- */
 

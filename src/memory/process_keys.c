@@ -216,6 +216,7 @@ int mem_persistent(struct keyfs_backend *b, const struct keyfs_cred *c,
 	mem_begin(b);
 	ret = mem_specials_create(b, &created);
 	if (ret == 0 && b->persistent->expiry != expiry) {
+		mem_track(b, b->persistent);
 		b->persistent->expiry = expiry;
 		mem_gc_schedule(b, expiry);
 		created = true;

@@ -487,13 +487,25 @@ int store_json_parse(struct store_ctx *c, const char *text, size_t len,
 	json_error_t jerr;
 	int ret;
 
+	struct store_json_arena arena;
+	bool spilled;
+
 	memset(img, 0, sizeof(*img));
 	store_json_init();
+	/* The tree is about ten times the text; more is only reserved. */
+	store_json_arena_open(&arena, len < SIZE_MAX / 32 - (1 << 20) ?
+			      len * 32 + (1 << 20) : len);
 	root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
-	if (!root)
+	if (!root) {
+		store_json_arena_close(&arena);
 		return json_fail(c, &jerr);
+	}
 	ret = image_from_json(c, root, &tmp);
-	json_decref(root);
+	/* A tree wholly in the region goes with it, at once. */
+	spilled = !arena.base || arena.spilled;
+	if (spilled)
+		json_decref(root);
+	store_json_arena_close(&arena);
 	if (ret == -ENOMEM)
 		store_fail_errno(c, "cannot load", ret);
 	if (ret == 0)

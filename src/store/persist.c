@@ -1,6 +1,7 @@
 /* persist.c: opening a store: the snapshot (plain or sealed), the journal replayed on it, and writing the snapshot again. */
 #include <errno.h>
 #include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,34 +12,154 @@
 
 /* ---- the journal's ops on an image ---- */
 
+/* serial -> index, open addressing; an index of NONE is a serial that
+ * was there and went (its slot is kept, so nothing is ever deleted). */
+#define NONE	SIZE_MAX
+
+struct smap {
+	kserial_t *keys;	/* 0: a free slot */
+	size_t *vals;
+	size_t cap, n;		/* cap a power of two, n < cap / 2 */
+};
+
+static void smap_free(struct smap *m)
+{
+	free(m->keys);
+	free(m->vals);
+	memset(m, 0, sizeof(*m));
+}
+
+static size_t smap_slot(const struct smap *m, kserial_t key)
+{
+	size_t h = ((uint32_t)key * 2654435761u) & (m->cap - 1);
+
+	while (m->keys[h] && m->keys[h] != key)
+		h = (h + 1) & (m->cap - 1);
+	return h;
+}
+
+/* The value of key, or NONE. */
+static size_t smap_get(const struct smap *m, kserial_t key)
+{
+	size_t h;
+
+	if (!m->cap)
+		return NONE;
+	h = smap_slot(m, key);
+	return m->keys[h] ? m->vals[h] : NONE;
+}
+
+static int smap_set(struct smap *m, kserial_t key, size_t val)
+{
+	size_t h;
+
+	if (2 * (m->n + 1) > m->cap) {
+		struct smap g = { 0 };
+
+		g.cap = m->cap ? m->cap * 2 : 64;
+		g.keys = calloc(g.cap, sizeof(*g.keys));
+		g.vals = malloc(g.cap * sizeof(*g.vals));
+		if (!g.keys || !g.vals) {
+			smap_free(&g);
+			return -ENOMEM;
+		}
+		for (size_t i = 0; i < m->cap; i++)
+			if (m->keys[i]) {
+				h = smap_slot(&g, m->keys[i]);
+				g.keys[h] = m->keys[i];
+				g.vals[h] = m->vals[i];
+				g.n++;
+			}
+		smap_free(m);
+		*m = g;
+	}
+	h = smap_slot(m, key);
+	if (!m->keys[h]) {
+		m->keys[h] = key;
+		m->n++;
+	}
+	m->vals[h] = val;
+	return 0;
+}
+
+/* A keyring that link ops change: where each key sits in its links.  An
+ * unlinked key leaves a 0 in its place (and NONE in pos), so no position
+ * moves; the 0s go once the whole journal is replayed. */
+struct ringpos {
+	kserial_t keyring;
+	struct smap pos;
+	bool holes;
+};
+
+/* Replay keeps an index of the image, so a journal of many records on a
+ * store of many keys costs the records, not records x keys. */
 struct replay {
 	struct store_image *img;
 	const char *path;
+	struct smap idx;		/* serial -> index in img->keys */
+	struct ringpos *rings;
+	size_t nrings;
+	bool dels;			/* links to deleted keys to drop */
 };
 
-/* The index of serial in img, or -1.  Linear: replay is bounded by the
- * compaction rule to half a snapshot of records. */
-static ssize_t find(const struct store_image *img, kserial_t serial)
+static void replay_free(struct replay *rp)
 {
-	for (size_t i = 0; i < img->nkeys; i++)
-		if (img->keys[i].serial == serial)
-			return (ssize_t)i;
-	return -1;
+	smap_free(&rp->idx);
+	for (size_t i = 0; i < rp->nrings; i++)
+		smap_free(&rp->rings[i].pos);
+	free(rp->rings);
+	rp->rings = NULL;
+	rp->nrings = 0;
 }
 
-static ssize_t find_link(const struct store_key *r, kserial_t serial)
+static int replay_index(struct replay *rp)
 {
+	for (size_t i = 0; i < rp->img->nkeys; i++)
+		if (smap_set(&rp->idx, rp->img->keys[i].serial, i) < 0)
+			return -ENOMEM;
+	return 0;
+}
+
+static ssize_t find(struct replay *rp, kserial_t serial)
+{
+	size_t i = smap_get(&rp->idx, serial);
+
+	return i == NONE ? -1 : (ssize_t)i;
+}
+
+/* Forget keyring's positions: its links were replaced or it went. */
+static void ring_forget(struct replay *rp, kserial_t keyring)
+{
+	for (size_t i = 0; i < rp->nrings; i++)
+		if (rp->rings[i].keyring == keyring) {
+			smap_free(&rp->rings[i].pos);
+			rp->rings[i] = rp->rings[--rp->nrings];
+			return;
+		}
+}
+
+static struct ringpos *ring_positions(struct replay *rp,
+				      const struct store_key *r)
+{
+	struct ringpos *rings, *p;
+
+	for (size_t i = 0; i < rp->nrings; i++)
+		if (rp->rings[i].keyring == r->serial)
+			return &rp->rings[i];
+	rings = realloc(rp->rings, (rp->nrings + 1) * sizeof(*rings));
+	if (!rings)
+		return NULL;
+	rp->rings = rings;
+	p = &rp->rings[rp->nrings];
+	memset(p, 0, sizeof(*p));
+	p->keyring = r->serial;
 	for (size_t i = 0; i < r->nlinks; i++)
-		if (r->links[i] == serial)
-			return (ssize_t)i;
-	return -1;
-}
-
-static void drop_link(struct store_key *r, size_t i)
-{
-	memmove(&r->links[i], &r->links[i + 1],
-		(r->nlinks - i - 1) * sizeof(*r->links));
-	r->nlinks--;
+		if (r->links[i] && smap_set(&p->pos, r->links[i], i) < 0) {
+			smap_free(&p->pos);
+			return NULL;
+		}
+	rp->nrings++;
+	return p;
 }
 
 static int op_put(struct replay *rp, const struct journal_op *op,
@@ -55,7 +176,8 @@ static int op_put(struct replay *rp, const struct journal_op *op,
 		store_key_free(&k);
 		return ret;
 	}
-	i = find(img, k.serial);
+	ring_forget(rp, k.serial);
+	i = find(rp, k.serial);
 	if (i >= 0) {
 		store_key_free(&img->keys[i]);
 		img->keys[i] = k;
@@ -65,7 +187,9 @@ static int op_put(struct replay *rp, const struct journal_op *op,
 		struct store_key *keys = realloc(img->keys, (img->nkeys + 1) *
 						 sizeof(*keys));
 
-		if (!keys) {
+		if (!keys || smap_set(&rp->idx, k.serial, img->nkeys) < 0) {
+			if (keys)
+				img->keys = keys;
 			store_key_free(&k);
 			return -ENOMEM;
 		}
@@ -75,28 +199,35 @@ static int op_put(struct replay *rp, const struct journal_op *op,
 	return 0;
 }
 
-static void op_del(struct store_image *img, kserial_t serial)
+/* The links to it go at the end of the replay (drop_dangling): no kept
+ * keyring links a key the journal deletes (the store keeps only what the
+ * special keyrings reach), so nothing in between needs them gone. */
+static int op_del(struct replay *rp, kserial_t serial)
 {
-	ssize_t i = find(img, serial);
+	struct store_image *img = rp->img;
+	ssize_t i = find(rp, serial);
 
-	if (i >= 0) {
-		store_key_free(&img->keys[i]);
-		img->keys[i] = img->keys[--img->nkeys];
-	}
-	for (size_t j = 0; j < img->nkeys; j++) {
-		ssize_t l = find_link(&img->keys[j], serial);
-
-		if (l >= 0)
-			drop_link(&img->keys[j], (size_t)l);
-	}
+	if (i < 0)
+		return 0;
+	ring_forget(rp, serial);
+	store_key_free(&img->keys[i]);
+	img->keys[i] = img->keys[--img->nkeys];
+	rp->dels = true;
+	if (smap_set(&rp->idx, serial, NONE) < 0)
+		return -ENOMEM;
+	if ((size_t)i < img->nkeys &&
+	    smap_set(&rp->idx, img->keys[i].serial, (size_t)i) < 0)
+		return -ENOMEM;
+	return 0;
 }
 
 static int op_link(struct replay *rp, const struct journal_op *op,
 		   char *err, size_t errlen)
 {
-	ssize_t i = find(rp->img, op->keyring);
+	ssize_t i = find(rp, op->keyring);
+	struct ringpos *p;
 	struct store_key *r;
-	ssize_t old;
+	size_t old;
 	kserial_t *links;
 
 	if (i < 0) {
@@ -105,25 +236,49 @@ static int op_link(struct replay *rp, const struct journal_op *op,
 		return -EINVAL;
 	}
 	r = &rp->img->keys[i];
+	p = ring_positions(rp, r);
+	if (!p)
+		return -ENOMEM;
+	old = smap_get(&p->pos, op->serial);
 	if (op->kind == JOURNAL_UNLINK) {
-		old = find_link(r, op->serial);
-		if (old >= 0)
-			drop_link(r, (size_t)old);
-		return 0;
+		if (old != NONE) {
+			r->links[old] = 0;
+			p->holes = true;
+		}
+		return old != NONE ? smap_set(&p->pos, op->serial, NONE) : 0;
 	}
-	if (find_link(r, op->serial) >= 0)
+	if (old != NONE)
 		return 0;
-	old = op->replace ? find_link(r, op->replace) : -1;
-	if (old >= 0) {
+	old = op->replace ? smap_get(&p->pos, op->replace) : NONE;
+	if (old != NONE) {
 		r->links[old] = op->serial;
-		return 0;
+		if (smap_set(&p->pos, op->replace, NONE) < 0)
+			return -ENOMEM;
+		return smap_set(&p->pos, op->serial, old);
 	}
 	links = realloc(r->links, (r->nlinks + 1) * sizeof(*links));
 	if (!links)
 		return -ENOMEM;
 	r->links = links;
-	r->links[r->nlinks++] = op->serial;
-	return 0;
+	r->links[r->nlinks] = op->serial;
+	return smap_set(&p->pos, op->serial, r->nlinks++);
+}
+
+/* After the replay: the holes unlinks left, and links to deleted keys. */
+static void drop_dangling(struct replay *rp)
+{
+	for (size_t i = 0; i < rp->img->nkeys; i++) {
+		struct store_key *r = &rp->img->keys[i];
+		size_t n = 0;
+
+		if (!r->nlinks)
+			continue;
+		for (size_t j = 0; j < r->nlinks; j++)
+			if (r->links[j] &&
+			    (!rp->dels || find(rp, r->links[j]) >= 0))
+				r->links[n++] = r->links[j];
+		r->nlinks = n;
+	}
 }
 
 static int apply(void *arg, const struct journal_record *rec, char *err,
@@ -144,7 +299,7 @@ static int apply(void *arg, const struct journal_record *rec, char *err,
 			ret = op_put(rp, op, err, errlen);
 			break;
 		case JOURNAL_DEL:
-			op_del(img, op->serial);
+			ret = op_del(rp, op->serial);
 			break;
 		case JOURNAL_LINK:
 		case JOURNAL_UNLINK:
@@ -292,12 +447,19 @@ int store_open(const char *path, const struct crypto_key *key,
 	if (ret < 0)
 		goto fail;
 	store_json_init();
+	ret = replay_index(&rp);
+	if (ret < 0) {
+		store_fail_errno(&c, "cannot load", ret);
+		goto fail;
+	}
 	ret = journal_replay(sf->jpath, sf->codec, apply, &rp, &st,
 			     warn, sizeof(warn), jerr, sizeof(jerr));
 	if (ret < 0) {
 		snprintf(err, errlen, "keyfs: %s", jerr);
 		goto fail;
 	}
+	drop_dangling(&rp);
+	replay_free(&rp);
 	if (warn[0])
 		fprintf(stderr, "keyfs: warning: %s\n", warn);
 	if (st.last_seq)
@@ -322,6 +484,7 @@ int store_open(const char *path, const struct crypto_key *key,
 	*sfp = sf;
 	return 0;
 fail:
+	replay_free(&rp);
 	store_image_free(img);
 	store_close(sf);
 	return ret;

@@ -1,4 +1,4 @@
-/* record.c: one change of the store as one journal record (what differs between two images), and compaction. */
+/* record.c: one change of the store as one journal record, built from what the change touched, and the undo of a keyring's link changes. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -78,148 +78,148 @@ static int diff_simple(struct diff *d, enum journal_op_kind kind,
 	return 0;
 }
 
-/* A keyring that changed only by one link added at the end, one removed,
- * or one put in another's place, as that one op; anything else is a put.
- * So linking into a big keyring does not write all its links. */
-static int diff_keyring(struct diff *d, const struct store_key *a,
-			const struct store_key *b)
-{
-	size_t n = a->nlinks < b->nlinks ? a->nlinks : b->nlinks, i = 0;
+/* ---- the record the memory backend builds from what a change touched ---- */
 
-	if (!store_key_same_but_links(a, b) || !keyfs_is_keyring_type(b->type))
-		return diff_put(d, b);
-	while (i < n && a->links[i] == b->links[i])
-		i++;
-	if (b->nlinks == a->nlinks + 1 && i == a->nlinks)
-		return diff_simple(d, JOURNAL_LINK, b->serial, b->links[i], 0);
-	if (a->nlinks == b->nlinks + 1 &&
-	    (i == b->nlinks || memcmp(a->links + i + 1, b->links + i,
-				      (b->nlinks - i) * sizeof(*b->links)) == 0))
-		return diff_simple(d, JOURNAL_UNLINK, b->serial, a->links[i], 0);
-	if (a->nlinks == b->nlinks && i < n &&
-	    memcmp(a->links + i + 1, b->links + i + 1,
-		   (n - i - 1) * sizeof(*b->links)) == 0)
-		return diff_simple(d, JOURNAL_LINK, b->serial, b->links[i],
-				   a->links[i]);
-	return diff_put(d, b);
+struct store_record {
+	struct diff d;
+	bool special;
+};
+
+struct store_record *store_record_new(void)
+{
+	return calloc(1, sizeof(struct store_record));
 }
 
-static int cmp_serial(const void *x, const void *y)
+void store_record_free(struct store_record *r)
 {
-	const struct store_key *a = *(const struct store_key *const *)x;
-	const struct store_key *b = *(const struct store_key *const *)y;
-
-	return (a->serial > b->serial) - (a->serial < b->serial);
+	if (!r)
+		return;
+	diff_free(&r->d);
+	free(r);
 }
 
-/* The keys of img the file holds, by serial. */
-static const struct store_key **saved_keys(const struct store_image *img,
-					   size_t *n)
+size_t store_record_nops(const struct store_record *r)
 {
-	const struct store_key **v = malloc((img->nkeys ? img->nkeys : 1) *
-					    sizeof(*v));
-
-	*n = 0;
-	if (!v)
-		return NULL;
-	for (size_t i = 0; i < img->nkeys; i++)
-		if (!img->keys[i].unsaved)
-			v[(*n)++] = &img->keys[i];
-	qsort(v, *n, sizeof(*v), cmp_serial);
-	return v;
+	return r->d.nops;
 }
 
-static int diff_keys(struct diff *d, const struct store_image *old,
-		     const struct store_image *img)
+int store_record_put(struct store_record *r, const struct store_key *k)
 {
-	const struct store_key **a, **b;
-	size_t na, nb, i = 0, j = 0;
+	return diff_put(&r->d, k);
+}
+
+int store_record_del(struct store_record *r, kserial_t serial)
+{
+	return diff_simple(&r->d, JOURNAL_DEL, 0, serial, 0);
+}
+
+int store_record_links(struct store_record *r, kserial_t keyring,
+		       const struct store_link_change *log, size_t nlog)
+{
 	int ret = 0;
 
-	a = saved_keys(old, &na);
-	b = saved_keys(img, &nb);
-	if (!a || !b)
-		ret = -ENOMEM;
-	while (ret == 0 && (i < na || j < nb)) {
-		if (j == nb || (i < na && a[i]->serial < b[j]->serial)) {
-			ret = diff_simple(d, JOURNAL_DEL, 0, a[i++]->serial, 0);
-		} else if (i == na || b[j]->serial < a[i]->serial) {
-			ret = diff_put(d, b[j++]);
-		} else {
-			if (!store_key_same_but_links(a[i], b[j]) ||
-			    a[i]->nlinks != b[j]->nlinks ||
-			    (a[i]->nlinks && memcmp(a[i]->links, b[j]->links,
-				   a[i]->nlinks * sizeof(*a[i]->links)) != 0))
-				ret = diff_keyring(d, a[i], b[j]);
-			i++;
-			j++;
-		}
+	for (size_t i = 0; i < nlog && ret == 0; i++) {
+		const struct store_link_change *c = &log[i];
+
+		if (c->kind == STORE_LINK_REMOVE)
+			ret = diff_simple(&r->d, JOURNAL_UNLINK, keyring,
+					  c->serial, 0);
+		else
+			ret = diff_simple(&r->d, JOURNAL_LINK, keyring,
+					  c->serial, c->kind == STORE_LINK_REPLACE ?
+					  c->old : 0);
 	}
-	free(a);
-	free(b);
 	return ret;
 }
 
-static int diff_specials(struct diff *d, const struct store_image *old,
-			 const struct store_image *img)
+int store_record_special(struct store_record *r, size_t i, kserial_t serial)
 {
 	struct journal_op *op = NULL;
 
-	for (size_t s = 0; s < STORE_NSPECIALS; s++) {
-		if (store_special_get(old, s) == store_special_get(img, s))
-			continue;
-		if (!op && !(op = diff_op(d)))
-			return -ENOMEM;
-		op->kind = JOURNAL_SPECIAL;
-		/* store_special_names and enum journal_special agree. */
-		op->special[s] = store_special_get(img, s);
-		op->has_special[s] = true;
+	if (i >= STORE_NSPECIALS)
+		return -EINVAL;
+	for (size_t n = 0; n < r->d.nops && !op; n++)
+		if (r->d.ops[n].kind == JOURNAL_SPECIAL)
+			op = &r->d.ops[n];
+	if (!op && !(op = diff_op(&r->d)))
+		return -ENOMEM;
+	op->kind = JOURNAL_SPECIAL;
+	/* store_special_names and enum journal_special agree. */
+	op->special[i] = serial;
+	op->has_special[i] = true;
+	return 0;
+}
+
+/* Undo log, newest first, on links as they are now: each change is
+ * checked against what it says it did, so a log that does not describe
+ * these links is -EINVAL rather than a wrong list. */
+int store_links_undo(kserial_t **links, size_t *n,
+		     const struct store_link_change *log, size_t nlog)
+{
+	for (size_t j = nlog; j-- > 0;) {
+		const struct store_link_change *c = &log[j];
+		kserial_t *v = *links;
+
+		switch (c->kind) {
+		case STORE_LINK_APPEND:
+		case STORE_LINK_REPLACE:
+			if (c->at >= *n || v[c->at] != c->serial)
+				return -EINVAL;
+			if (c->kind == STORE_LINK_REPLACE) {
+				v[c->at] = c->old;
+				break;
+			}
+			memmove(v + c->at, v + c->at + 1,
+				(*n - c->at - 1) * sizeof(*v));
+			(*n)--;
+			break;
+		case STORE_LINK_REMOVE:
+			if (c->at > *n)
+				return -EINVAL;
+			v = realloc(v, (*n + 1) * sizeof(*v));
+			if (!v)
+				return -ENOMEM;
+			*links = v;
+			memmove(v + c->at + 1, v + c->at,
+				(*n - c->at) * sizeof(*v));
+			v[c->at] = c->serial;
+			(*n)++;
+			break;
+		default:
+			return -EINVAL;
+		}
 	}
 	return 0;
 }
 
-int store_commit(struct store_file *sf, const struct store_image *old,
-		 const struct store_image *img)
+int store_commit(struct store_file *sf, const struct store_record *r,
+		 kserial_t next_serial)
 {
-	struct store_ctx c = { .path = sf->path };
-	struct diff d = { 0 };
 	struct journal_record rec = { 0 };
 	struct stat st;
 	int ret;
 
-	/* What the record leads to must be a store load accepts. */
-	ret = store_image_check(&c, img);
-	if (ret == 0)
-		ret = diff_keys(&d, old, img);
-	if (ret == 0)
-		ret = diff_specials(&d, old, img);
-	if (ret < 0 || d.nops == 0)
-		goto out;
+	if (r->d.nops == 0)
+		return 0;
 	ret = sf->journal ? 0 : sf->jerr;
 	/* A journal removed under keyfs would take the record with it: the
 	 * change fails instead of being lost. */
 	if (ret == 0 && stat(sf->jpath, &st) < 0)
 		ret = -errno;
 	if (ret < 0)
-		goto out;
-	rec.next_serial = img->next_serial;
-	rec.ops = d.ops;
-	rec.nops = d.nops;
+		return ret;
+	rec.next_serial = next_serial;
+	rec.ops = r->d.ops;
+	rec.nops = r->d.nops;
 	ret = journal_append(sf->journal, &rec);
-	if (ret < 0)
-		goto out;
-	sf->pending++;
-	if (journal_needs_compaction((uint64_t)journal_size(sf->journal),
-				     sf->snapshot_bytes)) {
-		int r = store_flush(sf, img);
-
-		/* The change is on disk in the journal: a failed rewrite
-		 * costs only a longer replay, and is tried again later. */
-		if (r < 0)
-			fprintf(stderr, "keyfs: %s: cannot compact the journal: %s\n",
-				sf->path, strerror(-r));
-	}
-out:
-	diff_free(&d);
+	if (ret == 0)
+		sf->pending++;
 	return ret;
+}
+
+bool store_wants_compaction(const struct store_file *sf)
+{
+	return sf->journal &&
+	       journal_needs_compaction((uint64_t)journal_size(sf->journal),
+					sf->snapshot_bytes);
 }

@@ -91,11 +91,7 @@ int store_json_dump(const struct store_image *img, struct store_buf *b);
  * (b->len counts the NUL). */
 int store_key_json_encode(const struct store_key *k, struct store_buf *b);
 
-/* image.c: free what k owns (payload wiped) and zero it. */
-void store_key_free(struct store_key *k);
-/* image.c: would k and l be written the same, links aside? */
-bool store_key_same_but_links(const struct store_key *a,
-			      const struct store_key *b);
+/* image.c: store_key_free and store_key_same_but_links are in store.h. */
 
 /* ---- persist.c, record.c: the open store ---- */
 

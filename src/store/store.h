@@ -107,14 +107,47 @@ int store_open(const char *path, const struct crypto_key *key,
 	       struct store_image *img, struct store_file **sfp,
 	       char *err, size_t errlen);
 
-/* Record what changed from old (what the store holds) to img as one
- * journal record, on disk when it returns 0; nothing when the file would
- * not change.  When the journal has grown past the compaction rule
- * (journal.h), the snapshot is rewritten from img and the journal started
- * again; a failure of that is only logged (the journal still holds it).
- * -errno: the change is not in the store. */
-int store_commit(struct store_file *sf, const struct store_image *old,
-		 const struct store_image *img);
+/* One change the model made to a keyring's links, in order: what a
+ * journal link op says (journal.h), with where in the list it happened
+ * (at: the index the key took, or the one it left), so it can be undone. */
+enum store_link_kind { STORE_LINK_APPEND, STORE_LINK_REPLACE,
+		       STORE_LINK_REMOVE };
+struct store_link_change {
+	enum store_link_kind kind;
+	kserial_t serial;	/* the key linked or unlinked */
+	kserial_t old;		/* REPLACE: the key it displaced */
+	size_t at;
+};
+
+/* Put links (*n of them, malloc'd) back as they were before log (nlog
+ * changes, oldest first) was made to them.  0, -EINVAL when the log does
+ * not match the links, -ENOMEM. */
+int store_links_undo(kserial_t **links, size_t *n,
+		     const struct store_link_change *log, size_t nlog);
+
+/* One journal record being built from what a change touched (instead of
+ * comparing whole images, which costs the size of the store). */
+struct store_record;
+struct store_record *store_record_new(void);
+void store_record_free(struct store_record *r);
+size_t store_record_nops(const struct store_record *r);
+/* Key k is now exactly k (links included for a keyring). */
+int store_record_put(struct store_record *r, const struct store_key *k);
+/* Key serial is gone from the store. */
+int store_record_del(struct store_record *r, kserial_t serial);
+/* These link changes of keyring (whose other fields did not change). */
+int store_record_links(struct store_record *r, kserial_t keyring,
+		       const struct store_link_change *log, size_t nlog);
+/* Special keyring i (session, user, user_session, persistent) is serial. */
+int store_record_special(struct store_record *r, size_t i, kserial_t serial);
+
+/* Append r as one journal record, on disk when it returns 0; nothing when
+ * r is empty.  -errno: the change is not in the store. */
+int store_commit(struct store_file *sf, const struct store_record *r,
+		 kserial_t next_serial);
+/* Has the journal grown past the compaction rule (journal.h)?  Then the
+ * caller rewrites the snapshot with store_flush. */
+bool store_wants_compaction(const struct store_file *sf);
 
 /* Rewrite the snapshot from img (what the store holds) and empty the
  * journal (clean unmount, a fresh store).  0 or -errno; on failure the
@@ -134,6 +167,12 @@ unsigned long store_pending(const struct store_file *sf);
 
 /* Close; NULL is nothing.  Writes nothing. */
 void store_close(struct store_file *sf);
+
+/* Free what k owns (payload wiped) and zero it. */
+void store_key_free(struct store_key *k);
+/* Would a and b be written the same, links aside? */
+bool store_key_same_but_links(const struct store_key *a,
+			      const struct store_key *b);
 
 /* Free everything img owns (payloads wiped first) and zero it. */
 void store_image_free(struct store_image *img);

@@ -780,6 +780,95 @@ static void test_save_failures(void)
 	store_image_free(&img);
 }
 
+/* A keyring's link changes, as the memory backend logs them, undone. */
+static void test_links_undo(void)
+{
+	const struct store_link_change log[] = {
+		{ STORE_LINK_APPEND, 4, 0, 3 },		/* 1 2 3 4 */
+		{ STORE_LINK_REMOVE, 2, 0, 1 },		/* 1 3 4 */
+		{ STORE_LINK_REPLACE, 5, 3, 1 },	/* 1 5 4 */
+		{ STORE_LINK_REMOVE, 1, 0, 0 },		/* 5 4 */
+		{ STORE_LINK_APPEND, 1, 0, 2 },		/* 5 4 1 */
+	};
+	const struct store_link_change bad[] = {
+		{ STORE_LINK_APPEND, 9, 0, 0 },
+	};
+	kserial_t *v = malloc(3 * sizeof(*v));
+	size_t n = 3;
+
+	v[0] = 5;
+	v[1] = 4;
+	v[2] = 1;
+	is_int(store_links_undo(&v, &n, log, 5), 0, "a log of appends, removals and a displacement undoes");
+	ok(n == 3 && v[0] == 1 && v[1] == 2 && v[2] == 3,
+	   "to the links as they were, in order");
+	is_int(store_links_undo(&v, &n, log, 0), 0, "an empty log changes nothing");
+	ok(n == 3 && v[0] == 1 && v[2] == 3, "nothing changed");
+	is_int(store_links_undo(&v, &n, bad, 1), -EINVAL,
+	       "a log that does not describe the links is EINVAL");
+	free(v);
+	v = NULL;
+	n = 0;
+	const struct store_link_change all[] = {
+		{ STORE_LINK_APPEND, 7, 0, 0 },
+		{ STORE_LINK_REMOVE, 7, 0, 0 },
+		{ STORE_LINK_APPEND, 8, 0, 0 },
+	};
+	v = malloc(sizeof(*v));
+	v[0] = 8;
+	n = 1;
+	is_int(store_links_undo(&v, &n, all, 3), 0, "a key linked, unlinked and another linked");
+	is_int(n, 0, "undoes to an empty keyring");
+	free(v);
+}
+
+/* A journal of link ops, dels and puts replayed on a snapshot: the order
+ * of a keyring's links as the model made it, holes and links to deleted
+ * keys gone. */
+static void test_replay(void)
+{
+	static const char snap[] =
+		"{\"format\": 1, \"next_serial\": 100, \"session\": 10, \"keys\": [\n"
+		"{\"serial\": 10, \"type\": \"keyring\", \"description\": \"_ses\", \"uid\": 0, \"gid\": 0, "
+		"\"perm\": \"0x3f030000\", \"state\": \"valid\", \"links\": [11, 12, 13]},\n"
+		"{\"serial\": 11, \"type\": \"user\", \"description\": \"a\", \"uid\": 0, \"gid\": 0, "
+		"\"perm\": \"0x3f010000\", \"state\": \"valid\", \"payload\": \"eA==\"},\n"
+		"{\"serial\": 12, \"type\": \"user\", \"description\": \"b\", \"uid\": 0, \"gid\": 0, "
+		"\"perm\": \"0x3f010000\", \"state\": \"valid\", \"payload\": \"eA==\"},\n"
+		"{\"serial\": 13, \"type\": \"user\", \"description\": \"c\", \"uid\": 0, \"gid\": 0, "
+		"\"perm\": \"0x3f010000\", \"state\": \"valid\", \"payload\": \"eA==\"}\n]}\n";
+#define JKEY(s, d) "{\"put\":{\"serial\":" #s ",\"type\":\"user\",\"description\":\"" d \
+	"\",\"uid\":0,\"gid\":0,\"perm\":\"0x3f010000\",\"state\":\"valid\",\"payload\":\"eA==\"}}"
+	static const char journal[] =
+		"{\"keyfs_journal\":1}\n"
+		"{\"seq\":1,\"ops\":[{\"unlink\":[10,12]}]}\n"
+		"{\"seq\":2,\"ops\":[" JKEY(14, "d") ",{\"link\":[10,14]}]}\n"
+		"{\"seq\":3,\"ops\":[{\"link\":[10,12]},{\"link\":[10,12]}]}\n"
+		"{\"seq\":4,\"ops\":[" JKEY(15, "a") ",{\"link\":[10,15,11]},{\"del\":11}]}\n"
+		"{\"seq\":5,\"ops\":[{\"del\":13}]}\n";
+#undef JKEY
+	const char *p = path_in("replay.json");
+	char jpath[600], err[512];
+	struct store_image img;
+	struct store_file *sf = NULL;
+	const struct store_key *r = NULL;
+
+	snprintf(jpath, sizeof(jpath), "%s" STORE_JOURNAL_SUFFIX, p);
+	ok(put_file(p, snap, strlen(snap)) == 0 &&
+	   put_file(jpath, journal, strlen(journal)) == 0, "a snapshot and a journal written");
+	is_int(store_open(p, NULL, &img, &sf, err, sizeof(err)), 0,
+	       "they load: %s", err);
+	for (size_t i = 0; i < img.nkeys; i++)
+		if (img.keys[i].serial == 10)
+			r = &img.keys[i];
+	ok(r && r->nlinks == 3 && r->links[0] == 15 && r->links[1] == 14 &&
+	   r->links[2] == 12,
+	   "the keyring links 15 (in 11's place), 14, then 12 (unlinked, linked again at the end)");
+	is_int(img.nkeys, 4, "11 and 13 are deleted, and no link to them is left");
+	store_close(sf);
+	store_image_free(&img);
+}
+
 int main(void)
 {
 	const char *tmp = getenv("TMPDIR");
@@ -801,6 +890,8 @@ int main(void)
 	test_rejects();
 	test_io_errors();
 	test_save_failures();
+	test_links_undo();
+	test_replay();
 
 	free(big_payload);
 	ret = done_testing();

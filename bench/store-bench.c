@@ -1,0 +1,408 @@
+/* bench/store-bench.c: the memory backend's store= at scale (issue 12 item 2): a create near 100 and near N keys against an fsync, the load of N keys, and the daemon's memory with a store and without. */
+/*
+ * usage: keyfs-store-bench [--quick] KEYFS DIR
+ *
+ * KEYFS is the keyfs binary; DIR an empty directory on the file system
+ * the stores are to live on (bench/run makes one beside the build, on
+ * disk: a tmpfs would make every fsync free).  It writes the stores
+ * itself (keyfs-store(5)), mounts keyfs on DIR/m-* in the foreground,
+ * always unmounts what it mounted, and prints one table and the target
+ * lines.  Its exit status is 0 whenever every measurement ran.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define FIRST	0x10000000	/* the generated stores' first serial */
+#define PAYLOAD	32
+#define MAXM	4
+
+static const char *keyfs_bin, *dir;
+static struct mnt { char path[4096]; pid_t pid; } mounts[MAXM];
+static int nmounts;
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* fusermount3 -u [-z] path: its exit status. */
+static int fusermount_u(const char *path, int lazy)
+{
+	int status;
+	pid_t p = fork();
+
+	if (p < 0)
+		return -1;
+	if (p == 0) {
+		int fd = open("/dev/null", O_WRONLY);
+		if (fd >= 0)
+			dup2(fd, 2);
+		if (lazy)
+			execlp("fusermount3", "fusermount3", "-u", "-z", path, (char *)NULL);
+		else
+			execlp("fusermount3", "fusermount3", "-u", path, (char *)NULL);
+		_exit(127);
+	}
+	if (waitpid(p, &status, 0) < 0)
+		return -1;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+static void unmount_all(void)
+{
+	for (int i = 0; i < nmounts; i++) {
+		if (!mounts[i].pid)
+			continue;
+		if (fusermount_u(mounts[i].path, 0) != 0 && fusermount_u(mounts[i].path, 1) != 0)
+			kill(mounts[i].pid, SIGTERM);
+		waitpid(mounts[i].pid, NULL, 0);
+		mounts[i].pid = 0;
+	}
+}
+
+static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+
+static void die(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	fprintf(stderr, "keyfs-store-bench: ");
+	vfprintf(stderr, fmt, ap);
+	fprintf(stderr, "\n");
+	va_end(ap);
+	unmount_all();
+	exit(1);
+}
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	unmount_all();
+	_exit(130);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+static double median(double *v, int n)
+{
+	if (n == 0)
+		return NAN;
+	qsort(v, (size_t)n, sizeof(*v), cmp_double);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* A store of the special keyrings and one keyring "r" under the session
+ * keyring with n user keys kNNNNNNN of 32 bytes, as keyfs writes it. */
+static void gen_store(const char *path, unsigned long n)
+{
+	FILE *f = fopen(path, "w");
+	const char *t = "\"mtime\": \"1700000000.0\", \"ctime\": \"1700000000.0\"";
+	const long r = FIRST + 4;
+
+	if (!f)
+		die("%s: %s", path, strerror(errno));
+	fprintf(f, "{\"format\": 1, \"next_serial\": %lu, \"session\": %d, \"user\": %d, "
+		   "\"user_session\": %d, \"persistent\": %d, \"keys\": [\n",
+		(unsigned long)r + 1 + n, FIRST + 2, FIRST, FIRST + 1, FIRST + 3);
+#define RING "{\"serial\": %ld, \"type\": \"keyring\", \"description\": \"%s\", \"uid\": 0, \"gid\": 0, " \
+	     "\"perm\": \"0x3f030000\", \"state\": \"valid\", %s, \"links\": ["
+	fprintf(f, RING "]},\n", (long)FIRST, "_uid.0", t);
+	fprintf(f, RING "%d]},\n", (long)FIRST + 1, "_uid_ses.0", t, FIRST);
+	fprintf(f, RING "%d, %ld]},\n", (long)FIRST + 2, "_ses", t, FIRST, r);
+	fprintf(f, RING "]},\n", (long)FIRST + 3, "_persistent.0", t);
+	fprintf(f, RING, r, "r", t);
+	for (unsigned long i = 0; i < n; i++)
+		fprintf(f, "%s%lu", i ? ", " : "", (unsigned long)r + 1 + i);
+	fprintf(f, "]}");
+	for (unsigned long i = 0; i < n; i++)
+		/* 32 bytes of 'x' in base64 */
+		fprintf(f, ",\n{\"serial\": %lu, \"type\": \"user\", \"description\": \"k%07lu\", \"uid\": 0, "
+			   "\"gid\": 0, \"perm\": \"0x3f010000\", \"state\": \"valid\", %s, "
+			   "\"payload\": \"eHh4eHh4eHh4eHh4eHh4eHh4eHh4eHh4eHh4eHh4eHg=\"}",
+			(unsigned long)r + 1 + i, i, t);
+	fprintf(f, "\n]}\n");
+	if (fclose(f) != 0)
+		die("%s: %s", path, strerror(errno));
+}
+
+static void copy_file(const char *from, const char *to)
+{
+	char cmd[12800];
+
+	snprintf(cmd, sizeof(cmd), "cp '%s' '%s' && rm -f '%s.journal'", from, to, to);
+	if (system(cmd) != 0)
+		die("cannot copy %s", from);
+}
+
+/* Mount keyfs (foreground) on DIR/m-NAME with store (NULL: none); the
+ * seconds from exec to the mount being there go to *secs. */
+static struct mnt *mount_keyfs(const char *name, const char *store, double *secs)
+{
+	struct mnt *m;
+	struct stat st, pst;
+	char opt[4200];
+
+	for (m = mounts; m < mounts + nmounts && m->pid; m++)
+		;
+	if (m == mounts + MAXM)
+		die("too many mounts");
+	if (m == mounts + nmounts)
+		nmounts++;
+	snprintf(m->path, sizeof(m->path), "%s/m-%s", dir, name);
+	if (mkdir(m->path, 0700) < 0 && errno != EEXIST)
+		die("%s: %s", m->path, strerror(errno));
+	if (stat(dir, &pst) < 0)
+		die("%s: %s", dir, strerror(errno));
+	snprintf(opt, sizeof(opt), "backend=memory%s%s", store ? ",store=" : "", store ? store : "");
+	double t0 = now();
+	m->pid = fork();
+	if (m->pid < 0)
+		die("fork: %s", strerror(errno));
+	if (m->pid == 0) {
+		int fd = open("/dev/null", O_RDWR);
+		if (fd >= 0) {
+			dup2(fd, 0);
+			dup2(fd, 2);
+		}
+		execl(keyfs_bin, keyfs_bin, "-f", "-o", opt, m->path, (char *)NULL);
+		_exit(127);
+	}
+	for (int i = 0; i < 60000; i++) {
+		if (stat(m->path, &st) == 0 && st.st_dev != pst.st_dev) {
+			if (secs)
+				*secs = now() - t0;
+			return m;
+		}
+		if (waitpid(m->pid, NULL, WNOHANG) == m->pid) {
+			m->pid = 0;
+			die("keyfs did not mount %s (store %s)", m->path, store ? store : "none");
+		}
+		usleep(500);
+	}
+	die("keyfs took more than 30 s to mount %s", m->path);
+	return NULL;
+}
+
+static void unmount_one(struct mnt *m)
+{
+	if (fusermount_u(m->path, 0) != 0)
+		kill(m->pid, SIGTERM);
+	waitpid(m->pid, NULL, 0);
+	m->pid = 0;
+	rmdir(m->path);
+}
+
+static long vm_rss_kb(pid_t pid)
+{
+	char path[64], line[256];
+	long kb = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmRSS: %ld kB", &kb) == 1)
+			break;
+	fclose(f);
+	return kb;
+}
+
+/* One create as a user makes one: open(O_CREAT|O_EXCL), write, close. */
+static double create_one(const char *ring, const char *name)
+{
+	char path[4400], buf[PAYLOAD];
+	double t0 = now();
+	int fd;
+
+	memset(buf, 'y', sizeof(buf));
+	snprintf(path, sizeof(path), "%s/%s", ring, name);
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0600);
+	if (fd < 0 || write(fd, buf, sizeof(buf)) != (ssize_t)sizeof(buf) || close(fd) < 0)
+		die("create %s: %s", path, strerror(errno));
+	return now() - t0;
+}
+
+/* The reference: one append of a journal record's size, and its fsync. */
+static double fsync_one(int fd)
+{
+	char buf[256];
+	double t0 = now();
+
+	memset(buf, 'z', sizeof(buf));
+	buf[sizeof(buf) - 1] = '\n';
+	if (write(fd, buf, sizeof(buf)) != (ssize_t)sizeof(buf) || fsync(fd) < 0)
+		die("fsync probe: %s", strerror(errno));
+	return now() - t0;
+}
+
+/* What ls -l would make the daemon hold: every entry looked up. */
+static void walk(const char *ring)
+{
+	DIR *d = opendir(ring);
+	struct dirent *e;
+	struct stat st;
+	char path[4400];
+
+	if (!d)
+		die("%s: %s", ring, strerror(errno));
+	while ((e = readdir(d))) {
+		snprintf(path, sizeof(path), "%s/%s", ring, e->d_name);
+		lstat(path, &st);
+	}
+	closedir(d);
+}
+
+int main(int argc, char **argv)
+{
+	int quick = 0, a = 1;
+
+	if (argc > 1 && strcmp(argv[1], "--quick") == 0) {
+		quick = 1;
+		a++;
+	}
+	if (argc - a != 2) {
+		fprintf(stderr, "usage: keyfs-store-bench [--quick] KEYFS DIR\n");
+		return 2;
+	}
+	keyfs_bin = argv[a];
+	dir = argv[a + 1];
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	setvbuf(stdout, NULL, _IOLBF, 0);
+
+	const unsigned long big = quick ? 2000 : 100000, small = 100;
+	const int loads = quick ? 2 : 5, rounds = quick ? 3 : 10, per = quick ? 5 : 20;
+	char s_big[4200], s_small[4200], s_load[4200], s_a[4200], probe[4200], ring[4400];
+
+	snprintf(s_big, sizeof(s_big), "%s/gen-big.json", dir);
+	snprintf(s_small, sizeof(s_small), "%s/gen-small.json", dir);
+	snprintf(s_load, sizeof(s_load), "%s/load.json", dir);
+	snprintf(s_a, sizeof(s_a), "%s/big.json", dir);
+	snprintf(probe, sizeof(probe), "%s/fsync-probe", dir);
+	fprintf(stderr, "keyfs-store-bench: writing stores of %lu and %lu keys in %s\n", big, small, dir);
+	gen_store(s_big, big);
+	gen_store(s_small, small);
+
+	/* The load of big keys: exec to mounted, a fresh copy each time. */
+	double load[8];
+	for (int i = 0; i < loads; i++) {
+		copy_file(s_big, s_load);
+		unmount_one(mount_keyfs("load", s_load, &load[i]));
+	}
+	double load_s = median(load, loads);
+
+	/* Memory: the same keys with the store, and made by create without. */
+	copy_file(s_big, s_a);
+	struct mnt *ma = mount_keyfs("big", s_a, NULL);
+	snprintf(ring, sizeof(ring), "%s/session/r", ma->path);
+	walk(ring);
+	long rss_store = vm_rss_kb(ma->pid);
+	struct mnt *mb = mount_keyfs("nostore", NULL, NULL);
+	snprintf(ring, sizeof(ring), "%s/session/r", mb->path);
+	if (mkdir(ring, 0700) < 0)
+		die("%s: %s", ring, strerror(errno));
+	fprintf(stderr, "keyfs-store-bench: filling %lu keys without a store\n", big);
+	double t0 = now();
+	for (unsigned long i = 0; i < big; i++) {
+		char name[32];
+		snprintf(name, sizeof(name), "k%07lu", i);
+		create_one(ring, name);
+	}
+	double fill_s = now() - t0;
+	walk(ring);
+	long rss_none = vm_rss_kb(mb->pid);
+	unmount_one(mb);
+
+	/* A create near small and near big keys, and the fsync, interleaved. */
+	copy_file(s_small, s_load);
+	struct mnt *mc = mount_keyfs("small", s_load, NULL);
+	char ring_a[4400], ring_c[4400];
+	snprintf(ring_a, sizeof(ring_a), "%s/session/r", ma->path);
+	snprintf(ring_c, sizeof(ring_c), "%s/session/r", mc->path);
+	int pfd = open(probe, O_WRONLY | O_CREAT | O_APPEND | O_TRUNC, 0600);
+	if (pfd < 0)
+		die("%s: %s", probe, strerror(errno));
+	int n = rounds * per;
+	double *c_small = calloc((size_t)n, sizeof(double)), *c_big = calloc((size_t)n, sizeof(double));
+	double *c_fsync = calloc((size_t)n, sizeof(double));
+	if (!c_small || !c_big || !c_fsync)
+		die("out of memory");
+	for (int r = 0, k = 0; r < rounds; r++, k += per)
+		for (int step = 0; step < 3; step++)
+			for (int j = 0; j < per; j++) {
+				char name[32];
+				snprintf(name, sizeof(name), "c%05d", k + j);
+				switch ((step + r) % 3) {
+				case 0: c_small[k + j] = create_one(ring_c, name); break;
+				case 1: c_big[k + j] = create_one(ring_a, name); break;
+				default: c_fsync[k + j] = fsync_one(pfd); break;
+				}
+			}
+	close(pfd);
+	unlink(probe);
+	unmount_one(mc);
+	unmount_one(ma);
+	unlink(s_big);
+	unlink(s_small);
+	unlink(s_load);
+	unlink(s_a);
+	char jpath[4400];
+	snprintf(jpath, sizeof(jpath), "%s.journal", s_load);
+	unlink(jpath);
+	snprintf(jpath, sizeof(jpath), "%s.journal", s_a);
+	unlink(jpath);
+
+	/* Ratios are taken per sample pair, then the median. */
+	double *r_big = calloc((size_t)n, sizeof(double)), *r_fs = calloc((size_t)n, sizeof(double));
+	if (!r_big || !r_fs)
+		die("out of memory");
+	for (int i = 0; i < n; i++) {
+		r_big[i] = c_big[i] / c_small[i];
+		r_fs[i] = c_big[i] / c_fsync[i];
+	}
+	double ratio_big = median(r_big, n), ratio_fs = median(r_fs, n);
+	double m_small = median(c_small, n), m_big = median(c_big, n), m_fsync = median(c_fsync, n);
+	double ratio_rss = (double)rss_store / (double)rss_none;
+
+	printf("\n| measurement (memory backend, store=) | figure |\n|---|---|\n");
+	printf("| create near %lu keys (median of %d) | %.1f us |\n", small, n, m_small * 1e6);
+	printf("| create near %lu keys (median of %d) | %.1f us |\n", big, n, m_big * 1e6);
+	printf("| fsync of a 256-byte append in the store's directory (median of %d) | %.1f us |\n", n, m_fsync * 1e6);
+	printf("| load of %lu keys (exec to mounted, median of %d) | %.3f s |\n", big, loads, load_s);
+	printf("| daemon RSS, %lu keys loaded from a store, listed | %.1f MiB |\n", big, rss_store / 1024.0);
+	printf("| daemon RSS, %lu keys made by create without a store (%.1f s), listed | %.1f MiB |\n",
+	       big, fill_s, rss_none / 1024.0);
+
+	printf("\n| target (issue 12) | figure | target | |\n|---|---|---|---|\n");
+	printf("| store: create near %lu keys vs near %lu | %.2fx | <= 1.50x | %s |\n", big, small, ratio_big,
+	       ratio_big <= 1.5 ? "met" : "MISSED");
+	printf("| store: create near %lu keys vs an fsync | %.2fx | <= 1.50x | %s |\n", big, ratio_fs,
+	       ratio_fs <= 1.5 ? "met" : "MISSED");
+	printf("| store: load of %lu keys | %.3f s | < 1 s | %s |\n", big, load_s, load_s < 1 ? "met" : "MISSED");
+	printf("| store: daemon RSS with a store vs without | %.2fx | <= 1.20x | %s |\n", ratio_rss,
+	       ratio_rss <= 1.2 ? "met" : "MISSED");
+	return 0;
+}
