@@ -59,3 +59,13 @@ hold()
 	run kerrno read "$MNT/session/k"
 	assert_output EACCES
 }
+
+@test "16.6: the memory backend's session keyring starts empty, as keyctl session - makes it" {
+	skip_unless_memory
+	run ls -A "$MNT/session"
+	assert_success
+	assert_output ""
+	# the user keyring is there, linked where the user links it
+	echo user session >"$MNT/.keyfs/link"
+	ls_has "$MNT/session" _uid.0
+}
