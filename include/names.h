@@ -31,4 +31,12 @@ int name_for_key(const char *type, const char *desc, bool typed,
  * malformed name, -ENAMETOOLONG for one over KEYFS_NAME_MAX. */
 int name_parse(const char *name, char *type, char *desc, bool *typed);
 
+/* A key the caller may not view (the kernel describes it to no one
+ * without view) is listed as "%#SERIAL", a name no key can have: it has
+ * neither a %XX escape nor the %TYPE:NAME form, so name_parse refuses it.
+ * name_of_serial writes it; name_serial reads it back (-EINVAL for any
+ * other name).  It names that key in lookup and removal only. */
+int name_of_serial(kserial_t serial, char *out, size_t outlen);
+int name_serial(const char *name, kserial_t *out);
+
 #endif

@@ -48,8 +48,7 @@ teardown() { keyfs_unmount; }
 	local s
 	s=$(ino "$MNT/session/ring")
 	rmdir "$MNT/session/ring"
-	run ls -A "$MNT/session"
-	refute_line ring
+	ls_lacks "$MNT/session" ring
 	run kerrno stat "$MNT/session/ring"
 	assert_output ENOENT
 	if [[ $KEYFS_BACKEND == kernel ]]; then

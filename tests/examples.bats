@@ -351,6 +351,9 @@ unit_value()
 	keyfs_mount
 	local unit=$EXAMPLES/app.service line env words url
 
+	# user/ possessed through session/, as after a login (the kernel
+	# harness links @u into its session; the memory one starts empty)
+	[[ $KEYFS_BACKEND == kernel ]] || echo user session >"$MNT/.keyfs/link"
 	echo app-token-$RANDOM | "$EXAMPLES/api-token.sh" put "$MNT" user/app-token
 	REMOVE_AFTER+=("$MNT/user/app-token")
 	stub_start

@@ -146,13 +146,13 @@ granted_ctl() { granted write "$MNT/.keyfs/$1" "$2"; }
 	assert_equal "$(stat -c %u "$MNT/session/ring/newring")" "$U2UID"
 }
 
-@test "list: needs read on the keyring; lists only what the caller may view" {
+@test "list: needs read on the keyring; a key the caller may not view is %#SERIAL" {
 	perm "$R" 0x3f010009
 	denied EACCES listdir "$MNT/by-id/$R"
 	perm "$R" 0x3f01000b
 	run as2 ls -A "$MNT/by-id/$R"
 	assert_success
-	assert_output sub
+	assert_output "%#$K"$'\nsub'
 	perm "$K" 0x3f010001
 	run as2 ls -A "$MNT/by-id/$R"
 	assert_success

@@ -61,6 +61,10 @@ int attr_get(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 	switch (tn->kind) {
 	case T_KEY:
 	case T_PENDING:
+		if (tn->unviewable) {	/* %#SERIAL: no describe without view */
+			unviewable_attr(tn, st);
+			return 0;
+		}
 		ret = attr_key_info(ctx, c, tn, &ki);
 		if (ret < 0)
 			return ret;

@@ -26,6 +26,11 @@ enum {
 	INO_DYN_FIRST = INO_VIRT + 4096,
 };
 
+/* INO_UNVIEWABLE + serial: a key listed as %#SERIAL to a caller who may
+ * not view it (unviewable.c).  Dynamic nodes count up from INO_DYN_FIRST
+ * and never reach it. */
+#define INO_UNVIEWABLE	(1ULL << 33)
+
 /* The inode number of key serial, root_key aside (tree_ino). */
 static inline uint64_t ino_of_serial(kserial_t serial)
 {

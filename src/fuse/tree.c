@@ -87,6 +87,7 @@ static void set_node(struct tnode *out, struct node *n)
 int tree_node(struct keyfs_ctx *ctx, uint64_t ino, struct tnode *out)
 {
 	struct node *n;
+	kserial_t serial;
 
 	if (ino == INO_ROOT) {
 		if (ctx->root_key)
@@ -123,6 +124,10 @@ int tree_node(struct keyfs_ctx *ctx, uint64_t ino, struct tnode *out)
 	if (ino >= INO_CTL_FIRST && ino < INO_CTL_FIRST + CTLF_COUNT) {
 		set_virt(out, T_CTLFILE, ino);
 		out->ctl = (int)(ino - INO_CTL_FIRST);
+		return 0;
+	}
+	if (unviewable_ino(ino, &serial)) {
+		unviewable_set(serial, out);
 		return 0;
 	}
 	n = node_get(ctx->nodes, ino);
@@ -191,6 +196,10 @@ static int lookup_in_keyring(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 
 	if (!desc)
 		return -ENOMEM;
+	if (name_serial(name, &serial) == 0) {
+		ret = unviewable_lookup(ctx, c, keyring, serial, out);
+		goto out;
+	}
 	ret = name_parse(name, type, desc, &typed);
 	if (ret < 0)
 		goto out;
@@ -526,20 +535,30 @@ static void add_pending(struct node *n, void *arg)
 enum link_class { LC_NAMED, LC_USER, LC_KEYRING };
 
 /* Describe one link into the list under its plain or typed name; class
- * says whether the name may still have to change.  Keys that cannot be
- * described, or whose name passes KEYFS_NAME_MAX, are not listed. */
+ * says whether the name may still have to change.  A key the caller may
+ * not view is listed as %#SERIAL (unviewable.c); keys that cannot be
+ * described otherwise (gone meanwhile), or whose name passes
+ * KEYFS_NAME_MAX, are not listed. */
 static int add_link(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 		    struct dirlist *dl, kserial_t serial, struct key_info *ki,
 		    unsigned char *cls)
 {
 	struct tree_dirent *d;
 	bool plain;
+	int ret = BACKEND_CALL(ctx, describe, c, serial, ki);
 
-	if (BACKEND_CALL(ctx, describe, c, serial, ki) < 0)
+	if (ret < 0 && ret != -EACCES)
 		return 0;
 	d = dl_add(dl, "");
 	if (!d)
 		return -ENOMEM;
+	if (ret == -EACCES) {
+		name_of_serial(serial, d->name, sizeof(d->name));
+		unviewable_set(serial, &d->tn);
+		unviewable_attr(&d->tn, &d->st);
+		*cls = LC_NAMED;
+		return 0;
+	}
 	plain = strcmp(ki->type, "user") == 0 || keyfs_is_keyring_type(ki->type);
 	if (name_for_key(ki->type, ki->desc, false, d->name, sizeof(d->name)) < 0) {
 		dl->n--;

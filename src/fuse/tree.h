@@ -26,6 +26,7 @@ struct tnode {
 	struct node *node;	/* T_PENDING, T_SEARCHTYPE */
 	int ctl;		/* T_CTLFILE: enum ctl_file */
 	const char *target;	/* T_LINK */
+	bool unviewable;	/* T_KEY: listed as %#SERIAL (unviewable.c) */
 };
 
 /* The inode of a key (1 for the root= keyring). */
@@ -71,5 +72,13 @@ struct tree_entry {
  * a path to something that is not a key is -EINVAL.  where may be NULL. */
 int tree_resolve(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 		 const char *path, kserial_t *out, struct tree_entry *where);
+
+/* Keys the caller may not view (unviewable.c): their inode numbers, the
+ * node for one, its stat, and the lookup of "%#SERIAL" in keyring. */
+bool unviewable_ino(uint64_t ino, kserial_t *serial);
+void unviewable_set(kserial_t serial, struct tnode *out);
+void unviewable_attr(const struct tnode *tn, struct stat *st);
+int unviewable_lookup(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
+		      kserial_t keyring, kserial_t serial, struct tnode *out);
 
 #endif

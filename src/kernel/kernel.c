@@ -324,9 +324,13 @@ static int kernel_read(struct keyfs_backend *b, const struct keyfs_cred *c,
 {
 	int ret = kkey_check(b, c, key, KEYFS_PERM_READ, 0);
 
-	if (ret < 0)
-		return ret;
-	return kpayload_read_as(b, c, key, buf_alloc, len);
+	if (ret == 0)
+		ret = kpayload_read_as(b, c, key, buf_alloc, len);
+	/* unlinked behind keyfs's back: unpossessed (EACCES) until the
+	 * garbage collector takes it, gone (ENOKEY) after */
+	if ((ret == -EACCES || ret == -ENOKEY) && !kring_still_linked(b, key))
+		ret = -ENOENT;
+	return ret;
 }
 
 /* Names as `keyctl supports` prints them, by capability byte and bit. */

@@ -269,6 +269,8 @@ int kring_read(struct keyfs_backend *b, const struct keyfs_cred *c,
 	       kserial_t ring, kserial_t **out, size_t *n);
 int kring_index(struct keyfs_backend *b, const struct keyfs_cred *c,
 		kserial_t ring, struct kidx **xp);
+/* Whether a keyring keyfs saw linking key still does (keyring.c). */
+bool kring_still_linked(struct keyfs_backend *b, kserial_t key);
 int kring_index_any(struct keyfs_backend *b, const struct keyfs_cred *c,
 		    kserial_t ring, struct kidx **xp);
 int kernel_list(struct keyfs_backend *b, const struct keyfs_cred *c,

@@ -372,6 +372,40 @@ int kring_read(struct keyfs_backend *b, const struct keyfs_cred *c,
 	return 0;
 }
 
+/* Whether a keyring keyfs saw linking key still links it, each listed
+ * anew as keyfs.  After keyctl unlink behind keyfs's back the key is no
+ * longer possessed, so the kernel refuses to read it until its garbage
+ * collector takes it: a refusal for a key no keyring keyfs knows links any
+ * more is a name gone (ENOENT), not a permission.  True where keyfs cannot
+ * tell (no parent known, a keyring it cannot list). */
+bool kring_still_linked(struct keyfs_backend *b, kserial_t key)
+{
+	struct kkey *k = kkey_get(b, key);
+	kserial_t *rings, *list;
+	size_t nrings, n;
+	bool linked = false;
+
+	if (!k || !k->nparents)
+		return true;
+	nrings = k->nparents;
+	rings = malloc(nrings * sizeof(*rings));
+	if (!rings)
+		return true;
+	/* listing a keyring edits k->parents: walk a copy */
+	memcpy(rings, k->parents, nrings * sizeof(*rings));
+	for (size_t i = 0; i < nrings && !linked; i++) {
+		if (kring_read(b, NULL, rings[i], &list, &n) < 0) {
+			linked = true;
+			break;
+		}
+		for (size_t j = 0; j < n && !linked; j++)
+			linked = list[j] == key;
+		free(list);
+	}
+	free(rings);
+	return linked;
+}
+
 /* ring's index, listed anew when older than the cache timeout. */
 int kring_index(struct keyfs_backend *b, const struct keyfs_cred *c,
 		kserial_t ring, struct kidx **xp)

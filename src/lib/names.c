@@ -1,5 +1,6 @@
 /* names.c: escaping of descriptions into entry names and back. */
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "names.h"
@@ -110,4 +111,31 @@ int name_parse(const char *name, char *type, char *desc, bool *typed)
 	if (name[0] == '\0')
 		return -EINVAL;
 	return name_unescape(name, desc, KEYFS_DESC_MAX + 1);
+}
+
+/* "%#" is neither a %XX escape ('#' is no hex digit) nor a %TYPE:NAME
+ * prefix (no ':'), so no key's name is ever of this form. */
+int name_of_serial(kserial_t serial, char *out, size_t outlen)
+{
+	int n = snprintf(out, outlen, "%%#%d", (int)serial);
+
+	return n < 0 || (size_t)n >= outlen ? -ENAMETOOLONG : 0;
+}
+
+int name_serial(const char *name, kserial_t *out)
+{
+	long v = 0;
+	const char *p = name + 2;
+
+	if (name[0] != '%' || name[1] != '#' || *p < '1' || *p > '9')
+		return -EINVAL;
+	for (; *p; p++) {
+		if (*p < '0' || *p > '9')
+			return -EINVAL;
+		v = v * 10 + (*p - '0');
+		if (v > INT32_MAX)
+			return -EINVAL;
+	}
+	*out = (kserial_t)v;
+	return 0;
 }

@@ -55,8 +55,9 @@ static int special_link(struct keyfs_backend *b, struct mkey *keyring,
 	return ret;
 }
 
-/* Create the special keyrings the store does not have yet, as a login
- * would (pam_keyinit links the user keyring into the session keyring).
+/* Create the special keyrings the store does not have yet.  The session
+ * keyring starts empty, as a fresh `keyctl session -` one does (a login's
+ * pam_keyinit links the user keyring into it; keyfs does not log in).
  * *created says whether anything was made. */
 int mem_specials_create(struct keyfs_backend *b, bool *created)
 {
@@ -78,8 +79,6 @@ int mem_specials_create(struct keyfs_backend *b, bool *created)
 	}
 	if (ret == 0 && !b->session) {
 		ret = special_new(b, "_ses", PERM_SESSION, true, &b->session);
-		if (ret == 0)
-			ret = special_link(b, b->session, b->user);
 		*created = true;
 	}
 	if (ret == 0 && !b->persistent) {

@@ -363,6 +363,30 @@ static void test_round_trips(void)
 	round_trip("logon", fill(desc, 'd', 248), false);
 }
 
+/* %#SERIAL: the name of a key the caller may not view (issue 16.5). */
+static void test_serial_names(void)
+{
+	char buf[KEYFS_NAME_MAX + 1];
+	kserial_t s = 0;
+
+	is_int(name_of_serial(123456789, buf, sizeof(buf)), 0, "name of a serial");
+	is_str(buf, "%#123456789", "... is %%#SERIAL");
+	is_int(name_serial(buf, &s), 0, "read back");
+	is_int(s, 123456789, "... the same serial");
+	is_int(name_serial("%#2147483647", &s), 0, "the largest serial");
+	is_int(name_serial("%#2147483648", &s), -EINVAL, "past int32: refused");
+	is_int(name_serial("%#0", &s), -EINVAL, "serial 0: refused");
+	is_int(name_serial("%#012", &s), -EINVAL, "a leading zero: refused");
+	is_int(name_serial("%#12a", &s), -EINVAL, "not all digits: refused");
+	is_int(name_serial("%#", &s), -EINVAL, "no digits: refused");
+	is_int(name_serial("12", &s), -EINVAL, "a plain name: not a serial");
+	is_int(name_serial("%23123", &s), -EINVAL, "the escape %%23: not a serial");
+	/* no key's name has that form, and none can be made with it */
+	parse_fails("%#123", -EINVAL);
+	is_int(name_escape("#1", buf, sizeof(buf)), 0, "escape '#1'");
+	is_str(buf, "#1", "... no '%%' before it");
+}
+
 int main(void)
 {
 	test_escape();
@@ -370,5 +394,6 @@ int main(void)
 	test_for_key();
 	test_parse();
 	test_round_trips();
+	test_serial_names();
 	return done_testing();
 }
