@@ -145,6 +145,9 @@ one() {	# one BACKEND
 		start memory-1 -o backend=memory -o "store=$dir/store.json"
 		workload "$MNT/session/vg"
 		run sh -c "printf kept > '$MNT/session/kept'"
+		# The session keyring starts empty, as keyctl session - makes
+		# it: link user/ in, as a login would, so that it is possessed.
+		run sh -c "echo user session > '$MNT/.keyfs/link'"
 		run mkdir "$MNT/user/ring"
 		run sh -c "printf kept2 > '$MNT/user/ring/%logon:svc:a'"
 		stop
