@@ -34,6 +34,11 @@ with_lock()
 
 sum() { sha256sum < "$1" | cut -d' ' -f1; }
 
+# mount(8) and umount(8) wait on locks and on the daemon: bounded, so that
+# a stuck one fails its test instead of holding up the whole run.
+mount() { timeout 120 /usr/bin/mount "$@"; }
+umount() { timeout 120 /usr/bin/umount "$@"; }
+
 # Holders are bats processes; one that died without teardown_file holds
 # nothing.
 prune_holders()
@@ -156,6 +161,9 @@ mounted()
 
 	MOUNTED+=("$dir")
 	DAEMONS+=("$(daemon_pid "$dir")")
+	# mount(8) started this daemon, not keyfs_mount: watch it the same way
+	[[ -z ${DAEMONS[-1]} ]] ||
+		keyfs_watchdog_start "${DAEMONS[-1]}" "$BATS_TEST_TMPDIR/watchdog.log"
 	mountpoint -q "$dir" || fail "$dir is not a mount point"
 	grep -q "^$backend $dir fuse.keyfs " /proc/mounts ||
 		fail "/proc/mounts has no '$backend $dir fuse.keyfs' line:
@@ -199,6 +207,12 @@ teardown()
 	done
 	MOUNTED=()
 	DAEMONS=()
+	keyfs_watchdog_stop
+	if [[ -s $BATS_TEST_TMPDIR/watchdog.log ]]; then
+		fail "a keyfs daemon was wedged; the watchdog killed it:
+$(cat "$BATS_TEST_TMPDIR/watchdog.log")"
+		return 1
+	fi
 }
 
 @test "mount -t fuse.keyfs BACKEND DIR mounts, and umount unmounts" {

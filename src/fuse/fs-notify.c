@@ -1,4 +1,4 @@
-/* fs-notify.c: tells the kernel to forget a cached name, from a thread of its own. */
+/* fs-notify.c: tells the kernel to forget a cached name or attributes, from a thread of its own. */
 #define FUSE_USE_VERSION 314
 #include <errno.h>
 #include <pthread.h>
@@ -14,11 +14,16 @@
  * Invalidating a name takes the directory's lock in the kernel.  A request
  * being answered (a rename, say) may hold that lock until keyfs replies, so
  * the notification cannot be sent from the loop that replies: a thread of
- * its own sends it once the lock is free.
+ * its own sends it once the lock is free.  Attributes go the same way:
+ * the kernel looks the inode up first, and a lookup waits for an inode
+ * being evicted, whatever that eviction waits for; a worker holding the
+ * daemon's lock must never wait in the kernel on anything that may need
+ * another worker's answer.
  */
 struct notify_item {
 	struct notify_item *next;
-	uint64_t parent;
+	uint64_t ino;		/* the directory of name; or the inode itself */
+	bool attrs;		/* the inode's attributes, not a name */
 	char name[];
 };
 
@@ -50,9 +55,13 @@ static void *notifier_main(void *arg)
 			nt->tail = &nt->head;
 		nt->busy = true;
 		pthread_mutex_unlock(&nt->lock);
-		/* ENOENT: the kernel had nothing cached; nothing to do. */
-		fuse_lowlevel_notify_inval_entry(nt->se, it->parent, it->name,
-						 strlen(it->name));
+		/* ENOENT: the kernel had nothing cached; nothing to do.
+		 * Offset -1: attributes only, no page-cache work. */
+		if (it->attrs)
+			fuse_lowlevel_notify_inval_inode(nt->se, it->ino, -1, 0);
+		else
+			fuse_lowlevel_notify_inval_entry(nt->se, it->ino, it->name,
+							 strlen(it->name));
 		free(it);
 		pthread_mutex_lock(&nt->lock);
 		nt->busy = false;
@@ -122,7 +131,8 @@ void fs_notifier_stop(struct keyfs_ctx *ctx)
 	ctx->notifier = NULL;
 }
 
-void fs_forget_name(struct keyfs_ctx *ctx, uint64_t parent, const char *name)
+static void enqueue(struct keyfs_ctx *ctx, uint64_t ino, bool attrs,
+		    const char *name)
 {
 	struct notifier *nt = ctx->notifier;
 	size_t len = strlen(name);
@@ -132,15 +142,26 @@ void fs_forget_name(struct keyfs_ctx *ctx, uint64_t parent, const char *name)
 		return;
 	it = malloc(sizeof(*it) + len + 1);
 	if (!it)
-		return;	/* the entry timeout still bounds how stale it gets */
+		return;	/* the timeouts still bound how stale it gets */
 	it->next = NULL;
-	it->parent = parent;
+	it->ino = ino;
+	it->attrs = attrs;
 	memcpy(it->name, name, len + 1);
 	pthread_mutex_lock(&nt->lock);
 	*nt->tail = it;
 	nt->tail = &it->next;
 	pthread_cond_signal(&nt->cond);
 	pthread_mutex_unlock(&nt->lock);
+}
+
+void fs_forget_name(struct keyfs_ctx *ctx, uint64_t parent, const char *name)
+{
+	enqueue(ctx, parent, false, name);
+}
+
+void fs_forget_attrs(struct keyfs_ctx *ctx, uint64_t ino)
+{
+	enqueue(ctx, ino, true, "");
 }
 
 void fs_forget_wait(struct keyfs_ctx *ctx)

@@ -101,12 +101,14 @@ void reply_entry(fuse_req_t req, struct keyfs_ctx *ctx,
 		took_ref(ctx, tn);
 }
 
+/* Sent by the notifier (see fs-notify.c), and waited for briefly: the
+ * caller's next stat should not meet the old attributes. */
 void fs_key_changed(struct keyfs_ctx *ctx, kserial_t serial)
 {
-	/* Offset -1: attributes only, no page-cache work that could wait on a
-	 * request this thread has yet to answer. */
-	if (ctx->se && serial)
-		fuse_lowlevel_notify_inval_inode(ctx->se, tree_ino(ctx, serial), -1, 0);
+	if (!ctx->se || !serial)
+		return;
+	fs_forget_attrs(ctx, tree_ino(ctx, serial));
+	fs_forget_wait(ctx);
 }
 
 /* The keyring a directory inode is; -EPERM for keyfs's own directories,

@@ -34,7 +34,9 @@ void fs_key_changed(struct keyfs_ctx *ctx, kserial_t serial);
 /* Have the kernel forget what it cached for name in directory parent, as
  * soon as the directory is free (fs-notify.c; queued, never blocks). */
 void fs_forget_name(struct keyfs_ctx *ctx, uint64_t parent, const char *name);
-/* Wait until the names queued so far are sent, at most a quarter second:
+/* The same for inode ino's attributes (mode, size, link count). */
+void fs_forget_attrs(struct keyfs_ctx *ctx, uint64_t ino);
+/* Wait until what was queued so far is sent, at most a quarter second:
  * a request that holds the directory's lock may be waiting on keyfs. */
 void fs_forget_wait(struct keyfs_ctx *ctx);
 int fs_notifier_start(struct keyfs_ctx *ctx, struct fuse_session *se);

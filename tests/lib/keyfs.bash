@@ -37,6 +37,9 @@ KEYFS_EXIT_WAIT=${KEYFS_EXIT_WAIT:-100}
 # test fails with the stacks instead of hanging the whole run.
 KEYFS_WATCHDOG=${KEYFS_WATCHDOG:-300}
 KEYFS_WATCHDOG_PID=
+# Where files shared by every run of the tests live (mount.bats's install
+# state; the watchdog's reports, which CI prints when a step is stuck).
+KEYFS_TEST_STATE=${KEYFS_TEST_STATE:-/run/keyfs-tests}
 
 KEYFS_PID=
 KEYFS_SESSION=
@@ -127,16 +130,38 @@ keyfs_watchdog_start()
 		s=$!
 		wait "$s"
 		kill -0 "$pid" 2>/dev/null || exit 0
-		{
-			echo "keyfs-test-watchdog: keyfs (pid $pid) still runs after $KEYFS_WATCHDOG s; its threads:"
-			if command -v gdb >/dev/null 2>&1; then
-				timeout 60 gdb -p "$pid" -batch -ex 'thread apply all bt' 2>&1
-			fi
-			ps -o pid,stat,wchan:32,cmd --ppid "$pid" 2>&1
-		} >>"$log"
+		keyfs_wedge_report "$pid" >>"$log" 2>&1
+		# and where CI's diagnostics look, should the test's log be lost
+		mkdir -p "$KEYFS_TEST_STATE" 2>/dev/null &&
+			cat "$log" >>"$KEYFS_TEST_STATE/watchdog.log" 2>/dev/null
 		kill -9 "$pid" 2>/dev/null
 	) 3>&- 4>&- </dev/null >/dev/null 2>&1 &
 	KEYFS_WATCHDOG_PID=$!
+}
+
+# keyfs_wedge_report PID: what a wedged daemon and everything waiting on
+# a FUSE file system are doing, in user space (gdb) and in the kernel.
+keyfs_wedge_report()
+{
+	local pid=$1 t p
+
+	echo "keyfs-test-watchdog: keyfs (pid $pid) still runs after $KEYFS_WATCHDOG s; its threads:"
+	if command -v gdb >/dev/null 2>&1; then
+		timeout 60 gdb -p "$pid" -batch -ex 'thread apply all bt' 2>&1
+	fi
+	for t in /proc/"$pid"/task/*; do
+		echo "-- thread ${t##*/} ($(cat "$t/wchan" 2>/dev/null)):"
+		cat "$t/stack" 2>/dev/null
+	done
+	echo "-- processes waiting in FUSE:"
+	for p in /proc/[0-9]*; do
+		for t in "$p"/task/*; do
+			grep -q fuse "$t/stack" 2>/dev/null || continue
+			echo "pid ${p##*/} thread ${t##*/}: $(timeout 5 cat "$p/cmdline" 2>/dev/null | tr '\0' ' ' | cut -c1-200)"
+			cat "$t/stack" 2>/dev/null
+		done
+	done
+	timeout 20 ps -eo pid,ppid,stat,etimes,wchan:32,args --forest 2>&1 | grep -v ' \[' | tail -60
 }
 
 keyfs_watchdog_stop()
