@@ -73,6 +73,12 @@ struct keyfs_backend_ops {
 		    char *err, size_t errlen);
 	/* Called once, after the file system is unmounted; frees everything. */
 	void (*destroy)(struct keyfs_backend *b);
+	/* Optional.  Stop every thread of the backend's own before keyfs
+	 * forks into the background: the child gets only the forking thread,
+	 * and every lock another thread held at that moment (the memory
+	 * allocator's among them) stays held in the child for good.  The
+	 * backend starts them again when it next needs them. */
+	void (*before_fork)(struct keyfs_backend *b);
 
 	/* Resolve @t/@p/@s/@u/@us (enum keyfs_special) to a serial, creating
 	 * the keyring if create is set and it does not exist yet.  No

@@ -205,6 +205,9 @@ int main(int argc, char *argv[])
 	 * waits: the process keyring is the daemon's, made after the fork. */
 	if (ctx.opts.root && strcmp(ctx.opts.root, "@p") != 0 && check_root(&ctx) < 0)
 		goto out_backend;
+	/* Nothing touches the backend between here and the fork. */
+	if (ctx.ops->before_fork)
+		ctx.ops->before_fork(ctx.be);
 	status = fs_run(&ctx, &args, resolve_keyrings);
 out_backend:
 	ctx.ops->destroy(ctx.be);

@@ -378,6 +378,7 @@ const struct keyfs_backend_ops backend_kernel_ops = {
 	.name			= "kernel",
 	.init			= kernel_init,
 	.destroy		= kernel_destroy,
+	.before_fork		= kproc_stop,
 	.special		= kernel_special,
 	.persistent		= kernel_persistent,
 	.describe		= kernel_describe,

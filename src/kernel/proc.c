@@ -200,9 +200,11 @@ struct prefresh {
 	pid_t pid;		/* the process the thread runs in */
 };
 
-/* The daemon forks into the background after keyfs may have looked at a
- * key (root=): the child has no such thread, and its copy of the mutex may
- * be held for good.  It drops the copy untouched, and starts its own. */
+/* keyfs stops the thread before it forks into the background
+ * (before_fork: a thread running at the fork would leave the allocator's
+ * locks held in the child).  Should a fork come without that, the child
+ * has no such thread and its copy of the mutex may be held for good: it
+ * drops the copy untouched, and starts its own. */
 static bool refresh_lost(struct keyfs_backend *b)
 {
 	if (!b->refresh || b->refresh->pid == getpid())
