@@ -315,3 +315,15 @@ $(cat "$BATS_TEST_TMPDIR/watchdog.log")"
 	rm "$D/a/%logon:cifs:alice"
 	unmount "$D/a"
 }
+
+@test "keyfs detaching with root= forks while no other thread runs" {
+	# root= is checked before detaching, which starts the kernel
+	# backend's /proc/keys thread; a thread running at the fork leaves
+	# its locks held in the daemon (a hang, once in a while).
+	run "$KEYFS_BIN" "$KEYFS_BACKEND" "$D/a" -o root=@s
+	assert_success
+	refute_output --partial "threads run at the fork"
+	mounted "$D/a" "$KEYFS_BACKEND"
+	ls_has "$D/a" .keyfs
+	unmount "$D/a"
+}

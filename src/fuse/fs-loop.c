@@ -1,5 +1,6 @@
 /* fs-loop.c: the session loop: threads and the one lock. */
 #define FUSE_USE_VERSION 314
+#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
@@ -210,6 +211,34 @@ static bool all_wrapped(const struct fuse_lowlevel_ops *ops,
 
 /* Serve until unmounted: one thread with -s, else libfuse's pool as
  * max_threads, max_idle_threads and clone_fd say.  0 or -1. */
+/* The threads of this process, from /proc; 0 when unknown. */
+static int threads_running(void)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *e;
+	int n = 0;
+
+	if (!d)
+		return 0;
+	while ((e = readdir(d)))
+		n += e->d_name[0] != '.';
+	closedir(d);
+	return n;
+}
+
+/* fuse_daemonize forks: only the forking thread goes on, and any lock
+ * another thread holds at that moment stays held in the daemon for good
+ * (the backends stop theirs first: before_fork).  Say so if one runs, so
+ * that a test catches it every time rather than as a rare hang. */
+static void check_single_threaded(void)
+{
+	int n = threads_running();
+
+	if (n > 1)
+		fprintf(stderr, "keyfs: %d threads run at the fork into the background; "
+			"the daemon may hang\n", n);
+}
+
 static int serve(struct fuse_session *se, const struct fuse_cmdline_opts *cmd)
 {
 	struct fuse_loop_config *cfg;
@@ -268,6 +297,8 @@ int fs_loop_run(struct keyfs_ctx *ctx, struct fuse_args *args,
 	if (fuse_session_mount(se, cmd.mountpoint) != 0)
 		goto out_signals;
 	ctx->se = se;
+	if (!cmd.foreground)
+		check_single_threaded();
 	fuse_daemonize(cmd.foreground);
 	/* After daemonising: a thread would not survive the fork. */
 	if (fs_notifier_start(ctx, se) < 0)
