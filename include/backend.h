@@ -79,6 +79,13 @@ struct keyfs_backend_ops {
 	 * allocator's among them) stays held in the child for good.  The
 	 * backend starts them again when it next needs them. */
 	void (*before_fork)(struct keyfs_backend *b);
+	/* Optional.  Make the changes between batch_begin and batch_end one
+	 * change of the store: a create with its mode is one journal record
+	 * and one fsync, not two.  batch_end saves them; if that fails, every
+	 * change of the batch is undone and the -errno returned.  Batches do
+	 * not nest. */
+	void (*batch_begin)(struct keyfs_backend *b);
+	int (*batch_end)(struct keyfs_backend *b);
 
 	/* Resolve @t/@p/@s/@u/@us (enum keyfs_special) to a serial, creating
 	 * the keyring if create is set and it does not exist yet.  No

@@ -61,6 +61,18 @@ struct keyfs_ctx {
 #define BACKEND_CALL(ctx, slot, ...) \
 	((ctx)->ops->slot ? (ctx)->ops->slot((ctx)->be, __VA_ARGS__) : -EOPNOTSUPP)
 
+/* Several backend calls as one change of the store (backend.h). */
+static inline void ctx_batch_begin(struct keyfs_ctx *ctx)
+{
+	if (ctx->ops->batch_begin)
+		ctx->ops->batch_begin(ctx->be);
+}
+
+static inline int ctx_batch_end(struct keyfs_ctx *ctx)
+{
+	return ctx->ops->batch_end ? ctx->ops->batch_end(ctx->be) : 0;
+}
+
 /* Tell the glue through ctx->events, when it listens. */
 static inline void ctx_key_changed(struct keyfs_ctx *ctx, kserial_t serial)
 {

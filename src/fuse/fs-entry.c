@@ -204,6 +204,26 @@ static int mkdir_mode(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 	return ret;
 }
 
+/* The keyring of a mkdir with its mode: one change of a store. */
+static int make_keyring(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
+			kserial_t keyring, const char *desc, mode_t mode,
+			kserial_t *serial)
+{
+	int ret, saved;
+
+	ctx_batch_begin(ctx);
+	ret = BACKEND_CALL(ctx, add, c, "keyring", desc, NULL, 0, keyring, serial);
+	if (ret == 0) {
+		ret = mkdir_too_deep(ctx, c, keyring, desc);
+		if (ret < 0)
+			BACKEND_CALL(ctx, unlink, c, *serial, keyring);
+		else
+			ret = mkdir_mode(ctx, c, keyring, *serial, mode);
+	}
+	saved = ctx_batch_end(ctx);
+	return ret < 0 ? ret : saved;
+}
+
 void fs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
 	      mode_t mode)
 {
@@ -224,14 +244,7 @@ void fs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
 	if (ret == 0 && tree_find_key(ctx, c, keyring, name, &serial) == 0)
 		ret = -EEXIST;
 	if (ret == 0)
-		ret = BACKEND_CALL(ctx, add, c, "keyring", desc, NULL, 0, keyring, &serial);
-	if (ret == 0) {
-		ret = mkdir_too_deep(ctx, c, keyring, desc);
-		if (ret < 0)
-			BACKEND_CALL(ctx, unlink, c, serial, keyring);
-		else
-			ret = mkdir_mode(ctx, c, keyring, serial, mode);
-	}
+		ret = make_keyring(ctx, c, keyring, desc, mode, &serial);
 	free(desc);
 	if (ret < 0) {
 		fuse_reply_err(req, -ret);

@@ -278,8 +278,9 @@ int pending_commit_check(const struct node *n, unsigned taken_at_open)
 	return n->taken != taken_at_open ? -ENOENT : 0;
 }
 
-int pending_instantiate(struct keyfs_ctx *ctx, struct node *n,
-			const void *buf, size_t len, kserial_t *out)
+/* The key of n with its attributes: the backend calls of one create. */
+static int instantiate(struct keyfs_ctx *ctx, struct node *n,
+		       const void *buf, size_t len, kserial_t *out)
 {
 	const struct keyfs_cred *c = &n->creator;
 	kserial_t serial;
@@ -289,7 +290,7 @@ int pending_instantiate(struct keyfs_ctx *ctx, struct node *n,
 	ret = BACKEND_CALL(ctx, add, c, n->type, n->desc, buf, len, n->parent,
 			   &serial);
 	if (ret < 0)
-		goto fail;
+		return ret;
 	/* The permission last: it may take setattr from the creator. */
 	if (n->uid != c->uid || n->gid != c->gid)
 		ret = BACKEND_CALL(ctx, chown, c, serial,
@@ -307,14 +308,32 @@ int pending_instantiate(struct keyfs_ctx *ctx, struct node *n,
 	}
 	if (ret < 0) {
 		BACKEND_CALL(ctx, unlink, &ctx->mounter, serial, n->parent);
-		goto fail;
+		return ret;
+	}
+	*out = serial;
+	return 0;
+}
+
+int pending_instantiate(struct keyfs_ctx *ctx, struct node *n,
+			const void *buf, size_t len, kserial_t *out)
+{
+	kserial_t serial = 0;
+	int ret, saved;
+
+	/* One change of a store, however many calls: one record, one fsync. */
+	ctx_batch_begin(ctx);
+	ret = instantiate(ctx, n, buf, len, &serial);
+	saved = ctx_batch_end(ctx);
+	if (ret == 0)
+		ret = saved;
+	if (ret < 0) {
+		/* Nothing is left of a failed create: the entry goes with it
+		 * (freed at the kernel's forget, as an open file may still
+		 * hold it). */
+		n->unlinked = true;
+		return ret;
 	}
 	n->serial = serial;
 	*out = serial;
 	return 0;
-fail:
-	/* Nothing is left of a failed create: the entry goes with it (freed
-	 * at the kernel's forget, as an open file may still hold it). */
-	n->unlinked = true;
-	return ret;
 }

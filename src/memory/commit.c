@@ -182,12 +182,12 @@ static int snapshot(struct keyfs_backend *b)
 	return ret;
 }
 
-int mem_commit(struct keyfs_backend *b)
+/* Save what was tracked since the last save as one journal record. */
+static int save_tracked(struct keyfs_backend *b)
 {
 	struct store_record *r;
 	int ret;
 
-	mem_end(b);
 	if (!b->sf)
 		return 0;
 	/* One journal record of what the change touched; a change only to
@@ -218,6 +218,24 @@ int mem_commit(struct keyfs_backend *b)
 				b->store, strerror(-r2));
 	}
 	return 0;
+}
+
+int mem_commit(struct keyfs_backend *b)
+{
+	mem_end(b);
+	/* In a batch the tracking goes on: batch_end saves it all at once. */
+	return b->batching ? 0 : save_tracked(b);
+}
+
+void mem_batch_begin(struct keyfs_backend *b)
+{
+	b->batching = true;
+}
+
+int mem_batch_end(struct keyfs_backend *b)
+{
+	b->batching = false;
+	return save_tracked(b);
 }
 
 /* ---- the store: open, first save, close ---- */

@@ -197,6 +197,7 @@ struct keyfs_backend {
 	struct mtrack *track;		/* keys changed since the last save */
 	size_t ntrack, trackcap;
 	bool track_oom;			/* a change could not be tracked */
+	bool batching;			/* between batch_begin and batch_end: save at the end */
 	kserial_t file_special[4];	/* the special keyrings it holds */
 	kserial_t saved_process;	/* the process keyring at that save */
 	const struct crypto_key *store_key;	/* owned by the caller */
@@ -460,6 +461,9 @@ void mem_begin(struct keyfs_backend *b);
  * with a store, save; if saving fails the model goes back to what the
  * store holds and the save's -errno is returned. */
 int mem_commit(struct keyfs_backend *b);
+/* The ops' batch_begin/batch_end (backend.h). */
+void mem_batch_begin(struct keyfs_backend *b);
+int mem_batch_end(struct keyfs_backend *b);
 /* With a store: load it (snapshot, then journal) into the model; once the
  * model is whole, take its image as what the store holds (and write it
  * when created says the special keyrings are new); close it, with flush
