@@ -23,6 +23,7 @@ struct keyfs_opts {
 	int request_timeout_set;	/* request_timeout= was given */
 	double attr_timeout;
 	double entry_timeout;
+	int direct_io;		/* never let the kernel cache a payload */
 	int show_help;
 	int show_version;
 };

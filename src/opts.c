@@ -30,6 +30,7 @@ static const struct fuse_opt keyfs_opt_table[] = {
 	{ "request_timeout=", offsetof(struct keyfs_opts, request_timeout_set), 1 },
 	{ "attr_timeout=%lf", offsetof(struct keyfs_opts, attr_timeout), 0 },
 	{ "entry_timeout=%lf", offsetof(struct keyfs_opts, entry_timeout), 0 },
+	{ "direct_io", offsetof(struct keyfs_opts, direct_io), 1 },
 	FUSE_OPT_KEY("-h", KEY_HELP),
 	FUSE_OPT_KEY("--help", KEY_HELP),
 	FUSE_OPT_KEY("-V", KEY_VERSION),
@@ -288,6 +289,8 @@ void opts_usage(const char *progname)
 	       "                              started after this long (30)\n"
 	       "    -o attr_timeout=SECONDS   how long the kernel caches attributes (1)\n"
 	       "    -o entry_timeout=SECONDS  how long the kernel caches names (1)\n"
+	       "    -o direct_io              every read comes to keyfs: no payload is\n"
+	       "                              kept in the kernel's page cache\n"
 	       "    -s                        serve one request at a time, in one thread\n"
 	       "                              (default: a pool of threads, see max_threads)\n"
 	       "    -h, --help                this help, then libfuse's options\n"

@@ -45,6 +45,7 @@ struct keyfs_ctx {
 	struct fuse_session *se;	/* for telling the kernel what changed */
 	struct notifier *notifier;	/* fs-notify.c: names to drop from the kernel's cache */
 	struct handle *open_keys;	/* handle.c: open key files, to outlive their keys */
+	struct pagecache *pagecache;	/* pagecache.c: payloads the page cache may hold */
 	struct fs_events events;	/* the glue's callbacks (see above) */
 	int store_lock;			/* store=: the lock file (store-lock.c), or -1 */
 	bool multi_user;		/* allow_other/allow_root: callers of other uids */

@@ -11,6 +11,7 @@
 #include "handle.h"
 #include "keytype.h"
 #include "names.h"
+#include "pagecache.h"
 #include "pending.h"
 #include "perm.h"
 
@@ -268,6 +269,10 @@ void fs_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 	} else if (ret == 0) {
 		ret = is_keyring(ctx, c, &tn) ? -EISDIR :
 		      BACKEND_CALL(ctx, unlink, c, tn.serial, keyring);
+		/* The payload leaves the page cache with the name (open
+		 * files keep reading their own). */
+		if (ret == 0)
+			pagecache_changed(ctx, tn.ino);
 	}
 	fuse_reply_err(req, ret < 0 ? -ret : 0);
 }

@@ -10,6 +10,7 @@
 #include "ctlfiles.h"
 #include "fs-ops.h"
 #include "handle.h"
+#include "pagecache.h"
 #include "pending.h"
 #include "perm.h"
 
@@ -24,14 +25,19 @@ void fs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	struct handle *h;
 	struct stat st;
 
-	(void)fi;	/* fstat(2) comes without it: open files are found by inode */
 	if (ret == 0)
 		ret = attr_get(ctx, c, &tn, &st);
 	/* Written data not yet committed is the file's size, as on any file
-	 * system: fstat and lseek(SEEK_END) must see it. */
+	 * system: fstat and lseek(SEEK_END) must see it.  fstat(2) comes
+	 * without the file: open files are found by inode. */
 	for (h = ctx->open_keys; ret == 0 && h; h = h->next_open)
 		if (h->ino == ino && h->kind == H_KEY && h->dirty)
 			st.st_size = (off_t)h->len;
+	/* A read through the page cache past the size the kernel knows asks
+	 * with its file: a reader of a replaced payload gets its own size. */
+	h = fi ? (struct handle *)(uintptr_t)fi->fh : NULL;
+	if (ret == 0 && h && h->kind == H_KEY && h->pagecached)
+		st.st_size = (off_t)h->len;
 	/* An open file outlives its key, as an unlinked file does. */
 	if (ret < 0 && (h = handle_find_open(ctx, ino)) != NULL) {
 		st = h->st;
@@ -42,7 +48,7 @@ void fs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	if (ret < 0)
 		fuse_reply_err(req, -ret);
 	else
-		fuse_reply_attr(req, &st, tn.kind == T_PENDING ? 0 : ctx->opts.attr_timeout);
+		fuse_reply_attr(req, &st, attr_timeout(ctx, &tn));
 }
 
 static int set_mode(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
@@ -111,7 +117,7 @@ void fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 	struct tnode tn;
 	int ret = tree_node(ctx, ino, &tn);
 	bool known = ret == 0 && attr_get(ctx, c, &tn, &before) == 0;
-	double timeout = tn.kind == T_PENDING ? 0 : ctx->opts.attr_timeout;
+	double timeout = attr_timeout(ctx, &tn);
 
 	if (ret == 0 && (to_set & FUSE_SET_ATTR_MODE))
 		ret = set_mode(ctx, c, &tn, attr->st_mode);
@@ -184,13 +190,32 @@ static int open_control(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 	return 0;
 }
 
+/* Only reading opens of a real key's own inode read from the page cache;
+ * writes go to keyfs's buffer, so they must not meet cached pages, and
+ * O_DIRECT asks for a strict snapshot. */
+static bool may_cache(struct keyfs_ctx *ctx, const struct tnode *tn, int flags)
+{
+	return ctx->pagecache && tn->kind == T_KEY &&
+	       tn->ino == tree_ino(ctx, tn->serial) &&
+	       (flags & O_ACCMODE) == O_RDONLY && !(flags & O_DIRECT);
+}
+
+/* A key that can no longer be read (revoked, expired, gone) leaves no
+ * payload in the kernel's page cache. */
+static void open_failed(struct keyfs_ctx *ctx, const struct tnode *tn, int err)
+{
+	if (tn->kind == T_KEY && (err == -EKEYREVOKED || err == -EKEYEXPIRED ||
+				  err == -ENOKEY || err == -ENOENT))
+		pagecache_changed(ctx, tn->ino);
+}
+
 void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct keyfs_ctx *ctx = req_ctx(req);
 	struct req_cred rc;
 	const struct keyfs_cred *c = req_cred(req, &rc);
 	struct handle *h = NULL;
-	struct tnode tn;
+	struct tnode tn = { .kind = T_ROOT };
 	int ret = tree_node(ctx, ino, &tn);
 
 	if (ret == 0) {
@@ -202,13 +227,17 @@ void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 			ret = -EISDIR;
 	}
 	if (ret < 0) {
+		open_failed(ctx, &tn, ret);
 		fuse_reply_err(req, -ret);
 		return;
 	}
 	fi->fh = (uintptr_t)h;
-	/* Reads come to keyfs every time: keys change behind the kernel's back. */
-	fi->direct_io = 1;
-	fi->keep_cache = 0;
+	h->pagecached = h->kind == H_KEY && may_cache(ctx, &tn, fi->flags) &&
+		     pagecache_open(ctx, ino, h->buf, h->len);
+	/* Pages are dropped by keyfs (pagecache.c), never by an open: other
+	 * readers may be reading them. */
+	fi->direct_io = !h->pagecached;
+	fi->keep_cache = 1;
 	fi->nonseekable = 0;
 	/* A read-only file has nothing to commit: close(2) need not wait for
 	 * a FLUSH (release still comes, without anyone waiting on it). */
@@ -325,9 +354,10 @@ void fs_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct handle *h = (struct handle *)(uintptr_t)fi->fh;
 
-	(void)ino;
 	/* Normally flush committed already; nobody hears an error here. */
 	commit(req, h);
+	if (h->pagecached)
+		pagecache_release(req_ctx(req), ino);
 	handle_free(h);
 	fuse_reply_err(req, 0);
 }

@@ -12,6 +12,7 @@
 #include <fuse_lowlevel.h>
 
 #include "fs.h"
+#include "pagecache.h"
 
 /*
  * libfuse runs requests on a pool of worker threads (unless -s).  keyfs's
@@ -303,11 +304,16 @@ int fs_loop_run(struct keyfs_ctx *ctx, struct fuse_args *args,
 	/* After daemonising: a thread would not survive the fork. */
 	if (fs_notifier_start(ctx, se) < 0)
 		goto out_unmount;
+	/* Without it (no memory, or -o direct_io) every read is direct. */
+	if (!ctx->opts.direct_io)
+		ctx->pagecache = pagecache_new();
 	if (after_daemon(ctx) < 0)
 		goto out_unmount;
 	ret = serve(se, &cmd) != 0;
 out_unmount:
 	fs_notifier_stop(ctx);
+	pagecache_free(ctx->pagecache);
+	ctx->pagecache = NULL;
 	ctx->se = NULL;
 	fuse_session_unmount(se);
 out_signals:

@@ -20,10 +20,16 @@
  * daemon's lock must never wait in the kernel on anything that may need
  * another worker's answer.
  */
+enum notify_what {
+	N_NAME,		/* a name in directory ino */
+	N_ATTRS,	/* inode ino's attributes */
+	N_PAGES,	/* inode ino's attributes and every page it has cached */
+};
+
 struct notify_item {
 	struct notify_item *next;
 	uint64_t ino;		/* the directory of name; or the inode itself */
-	bool attrs;		/* the inode's attributes, not a name */
+	enum notify_what what;
 	char name[];
 };
 
@@ -36,6 +42,8 @@ struct notifier {
 	struct notify_item *head, **tail;
 	bool busy;		/* an item is being sent */
 	bool stop;
+	uint64_t queued;	/* items ever queued: the last one's number */
+	uint64_t done;		/* items sent (in order), read without the lock */
 };
 
 static void *notifier_main(void *arg)
@@ -56,14 +64,16 @@ static void *notifier_main(void *arg)
 		nt->busy = true;
 		pthread_mutex_unlock(&nt->lock);
 		/* ENOENT: the kernel had nothing cached; nothing to do.
-		 * Offset -1: attributes only, no page-cache work. */
-		if (it->attrs)
-			fuse_lowlevel_notify_inval_inode(nt->se, it->ino, -1, 0);
-		else
+		 * Offset -1: attributes only; 0 and length 0: every page. */
+		if (it->what == N_NAME)
 			fuse_lowlevel_notify_inval_entry(nt->se, it->ino, it->name,
 							 strlen(it->name));
+		else
+			fuse_lowlevel_notify_inval_inode(nt->se, it->ino,
+							 it->what == N_PAGES ? 0 : -1, 0);
 		free(it);
 		pthread_mutex_lock(&nt->lock);
+		__atomic_add_fetch(&nt->done, 1, __ATOMIC_RELEASE);
 		nt->busy = false;
 		if (!nt->head)
 			pthread_cond_broadcast(&nt->idle);
@@ -131,37 +141,53 @@ void fs_notifier_stop(struct keyfs_ctx *ctx)
 	ctx->notifier = NULL;
 }
 
-static void enqueue(struct keyfs_ctx *ctx, uint64_t ino, bool attrs,
-		    const char *name)
+/* The item's number, for fs_notify_sent; 0 when it could not be queued. */
+static uint64_t enqueue(struct keyfs_ctx *ctx, uint64_t ino,
+			enum notify_what what, const char *name)
 {
 	struct notifier *nt = ctx->notifier;
 	size_t len = strlen(name);
 	struct notify_item *it;
+	uint64_t seq;
 
 	if (!nt)
-		return;
+		return 0;
 	it = malloc(sizeof(*it) + len + 1);
 	if (!it)
-		return;	/* the timeouts still bound how stale it gets */
+		return 0;	/* the timeouts still bound how stale it gets */
 	it->next = NULL;
 	it->ino = ino;
-	it->attrs = attrs;
+	it->what = what;
 	memcpy(it->name, name, len + 1);
 	pthread_mutex_lock(&nt->lock);
 	*nt->tail = it;
 	nt->tail = &it->next;
+	seq = ++nt->queued;
 	pthread_cond_signal(&nt->cond);
 	pthread_mutex_unlock(&nt->lock);
+	return seq;
 }
 
 void fs_forget_name(struct keyfs_ctx *ctx, uint64_t parent, const char *name)
 {
-	enqueue(ctx, parent, false, name);
+	enqueue(ctx, parent, N_NAME, name);
 }
 
 void fs_forget_attrs(struct keyfs_ctx *ctx, uint64_t ino)
 {
-	enqueue(ctx, ino, true, "");
+	enqueue(ctx, ino, N_ATTRS, "");
+}
+
+uint64_t fs_forget_pages(struct keyfs_ctx *ctx, uint64_t ino)
+{
+	return enqueue(ctx, ino, N_PAGES, "");
+}
+
+bool fs_notify_sent(struct keyfs_ctx *ctx, uint64_t seq)
+{
+	struct notifier *nt = ctx->notifier;
+
+	return nt && seq && __atomic_load_n(&nt->done, __ATOMIC_ACQUIRE) >= seq;
 }
 
 void fs_forget_wait(struct keyfs_ctx *ctx)

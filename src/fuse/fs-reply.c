@@ -7,6 +7,7 @@
 
 #include "attr.h"
 #include "fs-ops.h"
+#include "pagecache.h"
 
 struct keyfs_ctx *req_ctx(fuse_req_t req)
 {
@@ -37,7 +38,15 @@ const struct keyfs_cred *req_cred(fuse_req_t req, struct req_cred *rc)
 }
 
 /* Pending entries change identity when instantiated, so the kernel must
- * not cache them; everything else follows the timeout options. */
+ * not cache their attributes; nor may it a key whose open readers hold a
+ * replaced payload (pagecache.h).  Everything else follows attr_timeout. */
+double attr_timeout(struct keyfs_ctx *ctx, const struct tnode *tn)
+{
+	if (tn->kind == T_PENDING || pagecache_stale(ctx, tn->ino))
+		return 0;
+	return ctx->opts.attr_timeout;
+}
+
 void fill_entry(struct keyfs_ctx *ctx, const struct tnode *tn,
 		const struct stat *st, struct fuse_entry_param *e)
 {
@@ -46,7 +55,7 @@ void fill_entry(struct keyfs_ctx *ctx, const struct tnode *tn,
 	memset(e, 0, sizeof(*e));
 	e->ino = tn->ino;
 	e->attr = *st;
-	e->attr_timeout = volatile_node ? 0 : ctx->opts.attr_timeout;
+	e->attr_timeout = attr_timeout(ctx, tn);
 	e->entry_timeout = volatile_node ? 0 : ctx->opts.entry_timeout;
 }
 
@@ -108,6 +117,7 @@ void fs_key_changed(struct keyfs_ctx *ctx, kserial_t serial)
 	if (!ctx->se || !serial)
 		return;
 	fs_forget_attrs(ctx, tree_ino(ctx, serial));
+	pagecache_changed(ctx, tree_ino(ctx, serial));
 	fs_forget_wait(ctx);
 }
 

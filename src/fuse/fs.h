@@ -36,6 +36,11 @@ void fs_key_changed(struct keyfs_ctx *ctx, kserial_t serial);
 void fs_forget_name(struct keyfs_ctx *ctx, uint64_t parent, const char *name);
 /* The same for inode ino's attributes (mode, size, link count). */
 void fs_forget_attrs(struct keyfs_ctx *ctx, uint64_t ino);
+/* The same for its attributes and every page of it the kernel cached;
+ * returns the notification's number for fs_notify_sent (0: not queued). */
+uint64_t fs_forget_pages(struct keyfs_ctx *ctx, uint64_t ino);
+/* Has the kernel been told notification seq (and all before it)? */
+bool fs_notify_sent(struct keyfs_ctx *ctx, uint64_t seq);
 /* Wait until what was queued so far is sent, at most a quarter second:
  * a request that holds the directory's lock may be waiting on keyfs. */
 void fs_forget_wait(struct keyfs_ctx *ctx);

@@ -9,6 +9,7 @@
 #include "handle.h"
 #include "keytype.h"
 #include "parse.h"
+#include "pagecache.h"
 #include "pending.h"
 #include "secmem.h"
 #include "perm.h"
@@ -274,13 +275,14 @@ int handle_update_payload(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 {
 	struct key_info *ki = malloc(sizeof(*ki));
 	time_t expiry = 0, now;
-	int ret;
+	int ret, saved;
 
 	if (!ki)
 		return -ENOMEM;
 	if (BACKEND_CALL(ctx, describe, c, serial, ki) == 0)
 		expiry = ki->expiry;
 	free(ki);
+	ctx_batch_begin(ctx);	/* with its expiry, one change of a store */
 	ret = BACKEND_CALL(ctx, update, c, serial, buf, len);
 	/* The kernel's update drops the expiry (user_update takes the new
 	 * payload's, which is none); a file keeps its attributes when its
@@ -289,6 +291,12 @@ int handle_update_payload(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 	now = time(NULL);
 	if (ret == 0 && expiry > now)
 		ret = BACKEND_CALL(ctx, set_timeout, c, serial, (unsigned)(expiry - now));
+	saved = ctx_batch_end(ctx);
+	if (ret == 0)
+		ret = saved;
+	/* Whatever happened, pages of the old payload must not be read as
+	 * the new one. */
+	pagecache_changed(ctx, tree_ino(ctx, serial));
 	return ret;
 }
 

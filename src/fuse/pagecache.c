@@ -1,0 +1,181 @@
+/* pagecache.c: which key payloads the kernel may keep in its page cache, and when that cache must go (see pagecache.h). */
+#include <stdlib.h>
+#include <string.h>
+
+#include <sodium.h>
+
+#include "fs.h"
+#include "pagecache.h"
+
+#define PC_HASH		16	/* bytes of a payload's hash */
+#define PC_BUCKETS	1024
+/* Keys remembered at most: past this, keys no one has open are forgotten
+ * (their next open reads directly once, and has the pages dropped). */
+#define PC_MAX		16384
+
+struct pc_entry {
+	struct pc_entry *next;
+	uint64_t ino;
+	uint64_t seq;		/* the notification that dropped older pages */
+	unsigned opens;		/* cached readers open now */
+	bool valid;		/* hash says what the page cache may hold */
+	bool stale;		/* cached readers hold a payload since replaced */
+	unsigned char hash[PC_HASH];
+};
+
+/* Owned by the daemon context (ctx->pagecache). */
+struct pagecache {
+	struct pc_entry *b[PC_BUCKETS];
+	size_t n;
+	/* Keyed, so the daemon holds no plain digest of a secret. */
+	unsigned char key[crypto_generichash_KEYBYTES];
+};
+
+struct pagecache *pagecache_new(void)
+{
+	struct pagecache *pc;
+
+	if (sodium_init() < 0)
+		return NULL;
+	pc = calloc(1, sizeof(*pc));
+	if (pc)
+		randombytes_buf(pc->key, sizeof(pc->key));
+	return pc;
+}
+
+void pagecache_free(struct pagecache *pc)
+{
+	if (!pc)
+		return;
+	for (size_t i = 0; i < PC_BUCKETS; i++)
+		while (pc->b[i]) {
+			struct pc_entry *e = pc->b[i];
+
+			pc->b[i] = e->next;
+			free(e);
+		}
+	sodium_memzero(pc->key, sizeof(pc->key));
+	free(pc);
+}
+
+static struct pc_entry **slot(struct pagecache *pc, uint64_t ino)
+{
+	struct pc_entry **p = &pc->b[(ino * 0x9E3779B97F4A7C15ULL) >> 54];
+
+	while (*p && (*p)->ino != ino)
+		p = &(*p)->next;
+	return p;
+}
+
+/* Forget every key no one reads from the cache now. */
+static void sweep(struct pagecache *pc)
+{
+	for (size_t i = 0; i < PC_BUCKETS; i++)
+		for (struct pc_entry **p = &pc->b[i]; *p;) {
+			struct pc_entry *e = *p;
+
+			if (e->opens) {
+				p = &e->next;
+				continue;
+			}
+			*p = e->next;
+			free(e);
+			pc->n--;
+		}
+}
+
+static struct pc_entry *get(struct pagecache *pc, uint64_t ino, bool make)
+{
+	struct pc_entry **p = slot(pc, ino);
+
+	if (*p || !make)
+		return *p;
+	if (pc->n >= PC_MAX) {
+		sweep(pc);
+		p = slot(pc, ino);
+	}
+	*p = calloc(1, sizeof(**p));
+	if (*p) {
+		(*p)->ino = ino;
+		pc->n++;
+	}
+	return *p;
+}
+
+/* Drop the pages the kernel holds of e's key; they are for one payload
+ * (hash) again once the kernel has done it. */
+static void drop_pages(struct keyfs_ctx *ctx, struct pc_entry *e,
+		       const unsigned char *hash)
+{
+	e->seq = fs_forget_pages(ctx, e->ino);
+	e->valid = hash != NULL && e->seq != 0;
+	if (e->valid)
+		memcpy(e->hash, hash, PC_HASH);
+	e->stale = false;
+}
+
+bool pagecache_open(struct keyfs_ctx *ctx, uint64_t ino, const void *buf,
+		 size_t len)
+{
+	struct pagecache *pc = ctx->pagecache;
+	unsigned char hash[PC_HASH];
+	struct pc_entry *e = pc ? get(pc, ino, true) : NULL;
+	bool same;
+
+	if (!e)
+		return false;
+	crypto_generichash(hash, sizeof(hash), buf, len, pc->key, sizeof(pc->key));
+	same = e->valid && sodium_memcmp(hash, e->hash, PC_HASH) == 0;
+	if (e->opens) {
+		/* Others read one version from the cache: a different one
+		 * must not touch their pages. */
+		if (!same)
+			e->stale = true;
+		else if (!e->stale && fs_notify_sent(ctx, e->seq))
+			goto cached;
+		return false;
+	}
+	if (same && fs_notify_sent(ctx, e->seq))
+		goto cached;
+	if (!same)
+		drop_pages(ctx, e, hash);
+	return false;	/* the pages are on their way out: read directly */
+cached:
+	e->opens++;
+	return true;
+}
+
+void pagecache_release(struct keyfs_ctx *ctx, uint64_t ino)
+{
+	struct pc_entry *e = ctx->pagecache ? get(ctx->pagecache, ino, false) : NULL;
+
+	if (!e || !e->opens)
+		return;
+	/* The last reader of a replaced payload: its pages go now, and the
+	 * next open starts again from what it reads. */
+	if (--e->opens == 0 && e->stale)
+		drop_pages(ctx, e, NULL);
+}
+
+void pagecache_changed(struct keyfs_ctx *ctx, uint64_t ino)
+{
+	struct pc_entry *e = ctx->pagecache ? get(ctx->pagecache, ino, false) : NULL;
+
+	if (!e)
+		return;
+	if (e->opens) {
+		/* Its readers keep their snapshot: their reads come to keyfs
+		 * once the pages are gone, and the size they see is theirs. */
+		fs_forget_pages(ctx, ino);
+		e->stale = true;
+		return;
+	}
+	drop_pages(ctx, e, NULL);
+}
+
+bool pagecache_stale(struct keyfs_ctx *ctx, uint64_t ino)
+{
+	struct pc_entry *e = ctx->pagecache ? get(ctx->pagecache, ino, false) : NULL;
+
+	return e && e->opens && e->stale;
+}

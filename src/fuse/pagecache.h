@@ -1,0 +1,46 @@
+/* pagecache.h: which key payloads the kernel may keep in its page cache, and when that cache must go. */
+#ifndef KEYFS_PAGECACHE_H
+#define KEYFS_PAGECACHE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct keyfs_ctx;
+
+/*
+ * A read-only open of a key normally reads from the kernel's page cache
+ * (keep_cache): a repeated cat is one OPEN, no READ.  This is safe while
+ * every page the kernel holds of the key is the payload the opener would
+ * have read itself, which keyfs knows by a hash of the payload read at
+ * open: the page cache holds one version of a key, filled only by
+ * readers of that version.  An open that finds a different payload reads
+ * past the page cache (direct I/O) and has the kernel drop the pages and
+ * the attributes; once the kernel has done so, later opens of that
+ * version use the cache again.  Readers holding an older version keep
+ * reading it (their reads come to their own snapshot) while their
+ * inode's attributes are given with a zero timeout, so the kernel asks
+ * for the size again and keyfs answers each open file's own.
+ *
+ * Every function runs under the daemon's lock (fs-loop.c).
+ */
+struct pagecache;
+
+/* The table; NULL without memory (then nothing is cached). */
+struct pagecache *pagecache_new(void);
+void pagecache_free(struct pagecache *pc);
+
+/* A read-only open of key inode ino with this snapshot: true when it may
+ * read from the page cache (it then counts as a cached reader until
+ * pagecache_release), false for direct I/O. */
+bool pagecache_open(struct keyfs_ctx *ctx, uint64_t ino, const void *buf,
+		 size_t len);
+/* A cached reader of ino was closed. */
+void pagecache_release(struct keyfs_ctx *ctx, uint64_t ino);
+/* keyfs changed ino's payload, or found it gone: drop its pages. */
+void pagecache_changed(struct keyfs_ctx *ctx, uint64_t ino);
+/* Readers of an older version of ino are open: attributes of ino must not
+ * be cached, so each read past the kernel's size asks again. */
+bool pagecache_stale(struct keyfs_ctx *ctx, uint64_t ino);
+
+#endif

@@ -1,0 +1,200 @@
+#!/usr/bin/env bats
+# pagecache.bats: payloads read through the kernel's page cache (keep_cache): cached only while unchanged, snapshots kept, dropped on every change.
+
+load lib/keyfs
+
+setup() { keyfs_mount; }
+teardown() { keyfs_unmount; }
+
+# shared_map PATH: print what mmap(MAP_SHARED, PROT_READ) of PATH reads,
+# or the errno's name.  Only an open that reads from the page cache can
+# be mapped shared; a direct-I/O open gives ENODEV.
+shared_map()
+{
+	"$KEYFS_PY" -c '
+import errno, mmap, os, sys
+fd = os.open(sys.argv[1], os.O_RDONLY)
+try:
+    m = mmap.mmap(fd, 0, flags=mmap.MAP_SHARED, prot=mmap.PROT_READ)
+    sys.stdout.write(m[:].decode())
+    m.close()
+except OSError as e:
+    sys.stdout.write(errno.errorcode[e.errno])
+' "$1"
+}
+
+# cached PATH EXPECTED: after reads, an open of PATH reads EXPECTED from
+# the page cache (the kernel drops the old pages from a thread of its own,
+# so the first open after a change reads directly).
+cached()
+{
+	cat "$1" >/dev/null
+	eventually output_is "$2" shared_map "$1"
+}
+
+# change PATH VALUE: give PATH's key a new payload through keyfs.
+change()
+{
+	printf %s "$2" >"$1"
+}
+
+# read_in_pieces PATH: open PATH, run the shell command in $2 while it is
+# open (after the first piece), then read the rest 3 bytes at a time.
+read_in_pieces()
+{
+	"$KEYFS_PY" -c '
+import os, subprocess, sys
+fd = os.open(sys.argv[1], os.O_RDONLY)
+out = os.read(fd, 3)
+subprocess.run(["bash", "-c", sys.argv[2]], check=True)
+os.stat(sys.argv[1])	# the new size reaches the kernel
+while True:
+    b = os.read(fd, 3)
+    if not b:
+        break
+    out += b
+os.close(fd)
+sys.stdout.write(out.decode())
+' "$1" "$2"
+}
+
+@test "an unchanged key is read from the page cache: it can be mapped shared" {
+	change "$MNT/session/k" hello
+	cached "$MNT/session/k" hello
+	assert_equal "$(cat "$MNT/session/k")" hello
+}
+
+@test "a change through keyfs is read by the next open, longer or shorter" {
+	change "$MNT/session/k" hello
+	cached "$MNT/session/k" hello
+	change "$MNT/session/k" "a longer payload"
+	assert_equal "$(cat "$MNT/session/k")" "a longer payload"
+	cached "$MNT/session/k" "a longer payload"
+	change "$MNT/session/k" xy
+	assert_equal "$(cat "$MNT/session/k")" xy
+	cached "$MNT/session/k" xy
+	# the same length, other bytes
+	change "$MNT/session/k" ab
+	assert_equal "$(cat "$MNT/session/k")" ab
+}
+
+@test "a change by rename onto the name is read by the next open" {
+	change "$MNT/session/k" hello
+	cached "$MNT/session/k" hello
+	change "$MNT/session/new" renamed
+	mv "$MNT/session/new" "$MNT/session/k"
+	eventually output_is renamed cat "$MNT/session/k"
+}
+
+@test "a change made with keyctl is read by the next open" {
+	skip_unless_kernel
+	change "$MNT/session/k" hello
+	cached "$MNT/session/k" hello
+	keyctl update "$(ino "$MNT/session/k")" "from keyctl, longer"
+	assert_equal "$(cat "$MNT/session/k")" "from keyctl, longer"
+	cached "$MNT/session/k" "from keyctl, longer"
+	keyctl update "$(ino "$MNT/session/k")" short
+	assert_equal "$(cat "$MNT/session/k")" short
+}
+
+@test "a reader open from the cache keeps its snapshot across a shorter payload, read in pieces" {
+	change "$MNT/session/k" "the old, long payload"
+	cached "$MNT/session/k" "the old, long payload"
+	run read_in_pieces "$MNT/session/k" "printf new >'$MNT/session/k'"
+	assert_output "the old, long payload"
+	assert_equal "$(cat "$MNT/session/k")" new
+	cached "$MNT/session/k" new
+}
+
+@test "a reader open from the cache keeps its snapshot across a longer payload, read in pieces" {
+	change "$MNT/session/k" "old"
+	cached "$MNT/session/k" "old"
+	run read_in_pieces "$MNT/session/k" "printf 'a much longer new payload' >'$MNT/session/k'"
+	assert_output "old"
+	assert_equal "$(cat "$MNT/session/k")" "a much longer new payload"
+}
+
+@test "while an old reader is open, new readers read the new payload" {
+	change "$MNT/session/k" "version one"
+	cached "$MNT/session/k" "version one"
+	exec 7<"$MNT/session/k"
+	change "$MNT/session/k" "two"
+	assert_equal "$(cat "$MNT/session/k")" two
+	assert_equal "$(cat "$MNT/session/k")" two
+	assert_equal "$(fsize "$MNT/session/k")" 3
+	run cat <&7
+	exec 7<&-
+	assert_output "version one"
+	cached "$MNT/session/k" two
+}
+
+@test "a revoked, invalidated or expired key is not read from the cache" {
+	for k in r i e; do
+		change "$MNT/session/$k" "secret-$k"
+		cached "$MNT/session/$k" "secret-$k"
+	done
+	echo session/r >"$MNT/.keyfs/revoke"
+	echo session/i >"$MNT/.keyfs/invalidate"
+	xset expiry +1 "$MNT/session/e"
+	run cat "$MNT/session/r"
+	assert_failure
+	refute_output --partial secret
+	run cat "$MNT/session/i"
+	assert_failure
+	refute_output --partial secret
+	sleep 2.2
+	run cat "$MNT/session/e"
+	assert_failure
+	refute_output --partial secret
+}
+
+@test "rm of a cached key: the name is gone, an open reader keeps reading" {
+	change "$MNT/session/k" hello
+	cached "$MNT/session/k" hello
+	exec 7<"$MNT/session/k"
+	rm "$MNT/session/k"
+	[ ! -e "$MNT/session/k" ]
+	run cat <&7
+	exec 7<&-
+	assert_output hello
+}
+
+@test "writers never read or fill the page cache: O_RDWR sees the current payload" {
+	change "$MNT/session/k" hello
+	cached "$MNT/session/k" hello
+	run "$KEYFS_PY" -c '
+import os, sys
+fd = os.open(sys.argv[1], os.O_RDWR)
+print(os.read(fd, 100).decode())
+os.lseek(fd, 0, 0)
+os.write(fd, b"HE")
+os.close(fd)
+' "$MNT/session/k"
+	assert_output hello
+	assert_equal "$(cat "$MNT/session/k")" HEllo
+}
+
+@test "O_DIRECT reads past the page cache" {
+	change "$MNT/session/k" hello
+	cached "$MNT/session/k" hello
+	run "$KEYFS_PY" -c '
+import errno, mmap, os, sys
+fd = os.open(sys.argv[1], os.O_RDONLY | os.O_DIRECT)
+try:
+    mmap.mmap(fd, 0, flags=mmap.MAP_SHARED, prot=mmap.PROT_READ)
+    print("mapped")
+except OSError as e:
+    print(errno.errorcode[e.errno])
+' "$MNT/session/k"
+	assert_output ENODEV
+}
+
+@test "-o direct_io: no payload is read from the page cache" {
+	keyfs_unmount
+	keyfs_mount -o direct_io
+	change "$MNT/session/k" hello
+	cat "$MNT/session/k" >/dev/null
+	sleep 0.3
+	assert_equal "$(shared_map "$MNT/session/k")" ENODEV
+	assert_equal "$(cat "$MNT/session/k")" hello
+}
