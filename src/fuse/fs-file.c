@@ -197,7 +197,7 @@ static bool may_cache(struct keyfs_ctx *ctx, const struct tnode *tn, int flags)
 {
 	return ctx->pagecache && tn->kind == T_KEY &&
 	       tn->ino == tree_ino(ctx, tn->serial) &&
-	       (flags & O_ACCMODE) == O_RDONLY && !(flags & O_DIRECT);
+	       (flags & O_ACCMODE) == O_RDONLY && !(flags & (O_DIRECT | O_TRUNC));
 }
 
 /* A key that can no longer be read (revoked, expired, gone) leaves no
