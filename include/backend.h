@@ -82,8 +82,8 @@ struct keyfs_backend_ops {
 	/* Optional.  Make the changes between batch_begin and batch_end one
 	 * change of the store: a create with its mode is one journal record
 	 * and one fsync, not two.  batch_end saves them; if that fails, every
-	 * change of the batch is undone and the -errno returned.  Batches do
-	 * not nest. */
+	 * change of the batch is undone and the -errno returned.  Batches
+	 * nest: only the outermost batch_end saves. */
 	void (*batch_begin)(struct keyfs_backend *b);
 	int (*batch_end)(struct keyfs_backend *b);
 

@@ -79,6 +79,11 @@ for i in range(3000):
 	mkdir -m 700 "$MNT/session/ring"
 	assert_equal "$(wc -l < "$JOURNAL")" $((n + 1))
 	tail -n 1 "$JOURNAL" | grep -q '"ring"'
+	# mv onto a name: the target's new payload and the source's unlink
+	echo -n d > "$MNT/session/k3"
+	n=$(wc -l < "$JOURNAL")
+	mv "$MNT/session/k3" "$MNT/session/k2"
+	assert_equal "$(wc -l < "$JOURNAL")" $((n + 1))
 	assert_equal "$(sha256sum < "$STORE")" "$snap"
 	assert_equal "$(stat -c %a "$JOURNAL")" 600
 	keyfs_unmount
@@ -86,6 +91,7 @@ for i in range(3000):
 	grep -q '"k2"' "$STORE"
 	keyfs_mount -o "store=$STORE"
 	assert_equal "$(cat "$MNT/session/k1")" c
+	assert_equal "$(cat "$MNT/session/k2")" d
 	assert_equal "$(getfattr --absolute-names --only-values -n user.keyfs.perm "$MNT/session/k1")" 0x3f3f0000
 }
 

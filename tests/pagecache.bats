@@ -114,18 +114,59 @@ sys.stdout.write(out.decode())
 	assert_equal "$(cat "$MNT/session/k")" "a much longer new payload"
 }
 
-@test "while an old reader is open, new readers read the new payload" {
+@test "while an old reader is open, new readers read the new payload; stat gives the old reader's size until it closes" {
 	change "$MNT/session/k" "version one"
 	cached "$MNT/session/k" "version one"
 	exec 7<"$MNT/session/k"
 	change "$MNT/session/k" "two"
 	assert_equal "$(cat "$MNT/session/k")" two
 	assert_equal "$(cat "$MNT/session/k")" two
-	assert_equal "$(fsize "$MNT/session/k")" 3
+	# one size per inode in the kernel: the open reader's
+	assert_equal "$(fsize "$MNT/session/k")" 11
 	run cat <&7
 	exec 7<&-
 	assert_output "version one"
+	eventually output_is 3 fsize "$MNT/session/k"
 	cached "$MNT/session/k" two
+}
+
+@test "changes under a reader that holds its file open: stats in between never cut or pad its reads" {
+	change "$MNT/session/k" "old-secret-1"
+	cached "$MNT/session/k" "old-secret-1"
+	run "$KEYFS_PY" -c '
+import os, sys
+path = sys.argv[1]
+bad = 0
+def put(data, rename):
+    if rename:
+        with open(path + ".new", "wb") as f:
+            f.write(data)
+        os.rename(path + ".new", path)
+    else:
+        with open(path, "wb") as f:
+            f.write(data)
+for i in range(300):
+    fd = os.open(path, os.O_RDONLY)
+    first = os.pread(fd, 100, 0)
+    # a longer or a shorter payload, in place or by rename, and stats
+    # of the open file and of the path, while this file is open
+    put(b"new-secret-22" if i % 2 else b"n", i % 4 < 2)
+    os.fstat(fd)
+    os.stat(path)
+    again = os.pread(fd, 100, 0)
+    os.fstat(fd)
+    tail = os.pread(fd, 100, 3)
+    os.close(fd)
+    if again != first or tail != first[3:]:
+        bad += 1
+        print("bad", first, again, tail)
+    put(b"old-secret-1", False)
+    for _ in range(3):
+        with open(path, "rb") as f:
+            f.read()
+print("bad", bad)
+' "$MNT/session/k"
+	assert_output "bad 0"
 }
 
 @test "a revoked, invalidated or expired key is not read from the cache" {

@@ -48,7 +48,7 @@ void fs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	if (ret < 0)
 		fuse_reply_err(req, -ret);
 	else
-		fuse_reply_attr(req, &st, attr_timeout(ctx, &tn));
+		fuse_reply_attr(req, &st, attr_for_kernel(ctx, &tn, &st));
 }
 
 static int set_mode(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
@@ -117,7 +117,8 @@ void fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 	struct tnode tn;
 	int ret = tree_node(ctx, ino, &tn);
 	bool known = ret == 0 && attr_get(ctx, c, &tn, &before) == 0;
-	double timeout = attr_timeout(ctx, &tn);
+	bool guessed = false;
+	double timeout;
 
 	if (ret == 0 && (to_set & FUSE_SET_ATTR_MODE))
 		ret = set_mode(ctx, c, &tn, attr->st_mode);
@@ -147,13 +148,16 @@ void fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 	if (ret < 0 && known) {
 		setattr_applied(&before, attr, to_set);
 		st = before;
-		timeout = 0;
+		guessed = true;
 		ret = 0;
 	}
 	if (ret < 0) {
 		fuse_reply_err(req, -ret);
 		return;
 	}
+	timeout = attr_for_kernel(ctx, &tn, &st);
+	if (guessed)
+		timeout = 0;
 	/* An open file's size is its buffer's until the commit at close. */
 	if (h && h->kind == H_KEY)
 		st.st_size = (off_t)h->len;

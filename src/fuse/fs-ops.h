@@ -17,8 +17,10 @@ struct req_cred {
 struct keyfs_ctx *req_ctx(fuse_req_t req);
 const struct keyfs_cred *req_cred(fuse_req_t req, struct req_cred *rc);
 /* An entry reply for tn with attributes st, its timeouts chosen. */
-/* The attribute timeout of a reply about tn. */
-double attr_timeout(struct keyfs_ctx *ctx, const struct tnode *tn);
+/* The attribute timeout of a reply about tn, with st made what the kernel
+ * must be told (pagecache.h). */
+double attr_for_kernel(struct keyfs_ctx *ctx, const struct tnode *tn,
+		       struct stat *st);
 void fill_entry(struct keyfs_ctx *ctx, const struct tnode *tn,
 		const struct stat *st, struct fuse_entry_param *e);
 /* The kernel now holds one more reference to tn's inode. */

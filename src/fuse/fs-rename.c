@@ -125,10 +125,11 @@ static int rename_payload(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 {
 	struct handle *h = NULL;
 	bool made = false;
-	int ret = handle_open_key(ctx, c, src, O_RDONLY, &h);
+	int ret = handle_open_key(ctx, c, src, O_RDONLY, &h), saved;
 
 	if (ret < 0)
 		return ret;
+	ctx_batch_begin(ctx);	/* one change of a store */
 	if (*target) {
 		ret = handle_update_payload(ctx, c, *target, h->buf, h->len);
 	} else {
@@ -143,8 +144,9 @@ static int rename_payload(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 	 * keyring only, which the caller had to make it). */
 	if (ret < 0 && made)
 		BACKEND_CALL(ctx, unlink, c, *target, keyring);
+	saved = ctx_batch_end(ctx);
 	handle_free(h);
-	return ret;
+	return ret < 0 ? ret : saved;
 }
 
 /* Rename in one keyring: the target takes the source's payload and the

@@ -38,11 +38,15 @@ const struct keyfs_cred *req_cred(fuse_req_t req, struct req_cred *rc)
 }
 
 /* Pending entries change identity when instantiated, so the kernel must
- * not cache their attributes; nor may it a key whose open readers hold a
- * replaced payload (pagecache.h).  Everything else follows attr_timeout. */
-double attr_timeout(struct keyfs_ctx *ctx, const struct tnode *tn)
+ * not cache their attributes; nor those of a key whose readers from the
+ * page cache hold a replaced payload, whose size stays theirs meanwhile
+ * (pagecache.h).  Everything else follows attr_timeout. */
+double attr_for_kernel(struct keyfs_ctx *ctx, const struct tnode *tn,
+		       struct stat *st)
 {
-	if (tn->kind == T_PENDING || pagecache_stale(ctx, tn->ino))
+	if (tn->kind == T_PENDING)
+		return 0;
+	if (tn->kind == T_KEY && pagecache_stale(ctx, tn->ino, &st->st_size))
 		return 0;
 	return ctx->opts.attr_timeout;
 }
@@ -55,7 +59,7 @@ void fill_entry(struct keyfs_ctx *ctx, const struct tnode *tn,
 	memset(e, 0, sizeof(*e));
 	e->ino = tn->ino;
 	e->attr = *st;
-	e->attr_timeout = attr_timeout(ctx, tn);
+	e->attr_timeout = attr_for_kernel(ctx, tn, &e->attr);
 	e->entry_timeout = volatile_node ? 0 : ctx->opts.entry_timeout;
 }
 

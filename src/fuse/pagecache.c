@@ -18,6 +18,7 @@ struct pc_entry {
 	uint64_t ino;
 	uint64_t seq;		/* the notification that dropped older pages */
 	unsigned opens;		/* cached readers open now */
+	size_t len;		/* the payload's length, with hash */
 	bool valid;		/* hash says what the page cache may hold */
 	bool stale;		/* cached readers hold a payload since replaced */
 	unsigned char hash[PC_HASH];
@@ -105,12 +106,13 @@ static struct pc_entry *get(struct pagecache *pc, uint64_t ino, bool make)
 /* Drop the pages the kernel holds of e's key; they are for one payload
  * (hash) again once the kernel has done it. */
 static void drop_pages(struct keyfs_ctx *ctx, struct pc_entry *e,
-		       const unsigned char *hash)
+		       const unsigned char *hash, size_t len)
 {
 	e->seq = fs_forget_pages(ctx, e->ino);
 	e->valid = hash != NULL && e->seq != 0;
 	if (e->valid)
 		memcpy(e->hash, hash, PC_HASH);
+	e->len = len;
 	e->stale = false;
 }
 
@@ -138,7 +140,7 @@ bool pagecache_open(struct keyfs_ctx *ctx, uint64_t ino, const void *buf,
 	if (same && fs_notify_sent(ctx, e->seq))
 		goto cached;
 	if (!same)
-		drop_pages(ctx, e, hash);
+		drop_pages(ctx, e, hash, len);
 	return false;	/* the pages are on their way out: read directly */
 cached:
 	e->opens++;
@@ -154,7 +156,7 @@ void pagecache_release(struct keyfs_ctx *ctx, uint64_t ino)
 	/* The last reader of a replaced payload: its pages go now, and the
 	 * next open starts again from what it reads. */
 	if (--e->opens == 0 && e->stale)
-		drop_pages(ctx, e, NULL);
+		drop_pages(ctx, e, NULL, 0);
 }
 
 void pagecache_changed(struct keyfs_ctx *ctx, uint64_t ino)
@@ -170,12 +172,15 @@ void pagecache_changed(struct keyfs_ctx *ctx, uint64_t ino)
 		e->stale = true;
 		return;
 	}
-	drop_pages(ctx, e, NULL);
+	drop_pages(ctx, e, NULL, 0);
 }
 
-bool pagecache_stale(struct keyfs_ctx *ctx, uint64_t ino)
+bool pagecache_stale(struct keyfs_ctx *ctx, uint64_t ino, off_t *size)
 {
 	struct pc_entry *e = ctx->pagecache ? get(ctx->pagecache, ino, false) : NULL;
 
-	return e && e->opens && e->stale;
+	if (!e || !e->opens || !e->stale)
+		return false;
+	*size = (off_t)e->len;
+	return true;
 }

@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 struct keyfs_ctx;
 
@@ -18,9 +19,9 @@ struct keyfs_ctx;
  * past the page cache (direct I/O) and has the kernel drop the pages and
  * the attributes; once the kernel has done so, later opens of that
  * version use the cache again.  Readers holding an older version keep
- * reading it (their reads come to their own snapshot) while their
- * inode's attributes are given with a zero timeout, so the kernel asks
- * for the size again and keyfs answers each open file's own.
+ * reading it (their reads come to their own snapshot), and the size keyfs
+ * gives the kernel for the inode stays theirs until the last of them
+ * closes (pagecache_stale).
  *
  * Every function runs under the daemon's lock (fs-loop.c).
  */
@@ -39,8 +40,10 @@ bool pagecache_open(struct keyfs_ctx *ctx, uint64_t ino, const void *buf,
 void pagecache_release(struct keyfs_ctx *ctx, uint64_t ino);
 /* keyfs changed ino's payload, or found it gone: drop its pages. */
 void pagecache_changed(struct keyfs_ctx *ctx, uint64_t ino);
-/* Readers of an older version of ino are open: attributes of ino must not
- * be cached, so each read past the kernel's size asks again. */
-bool pagecache_stale(struct keyfs_ctx *ctx, uint64_t ino);
+/* Readers of a replaced payload of ino read from the page cache: the
+ * kernel has one size for the inode, and it must stay theirs (*size) until
+ * they close, or their reads would end early or run into zeros.  Reads of
+ * later opens are direct and do not use it. */
+bool pagecache_stale(struct keyfs_ctx *ctx, uint64_t ino, off_t *size);
 
 #endif

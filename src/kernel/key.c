@@ -211,6 +211,30 @@ static int parse_describe(char *text, struct kdesc *d)
 	return 0;
 }
 
+/* keyctl_describe_alloc, in one call when the description is short (the
+ * library's asks the length first): a stat or an open describes a key. */
+static int describe_alloc(key_serial_t key, char **text_alloc)
+{
+	size_t cap = 128;
+	long n;
+
+	for (;;) {
+		char *buf = malloc(cap);
+
+		if (!buf)
+			return -1;
+		n = keyctl_describe(key, buf, cap);
+		if (n >= 0 && (size_t)n <= cap) {
+			*text_alloc = buf;
+			return (int)n;
+		}
+		free(buf);
+		if (n < 0)
+			return -1;
+		cap = (size_t)n;
+	}
+}
+
 /* keyctl describe as keyfs; where keyfs may not view the key, as the
  * caller (whose own right to view is checked by perm_check afterwards). */
 static int describe_text(struct keyfs_backend *b, const struct keyfs_cred *c,
@@ -218,10 +242,10 @@ static int describe_text(struct keyfs_backend *b, const struct keyfs_cred *c,
 {
 	int ret;
 
-	ret = kerr(keyctl_describe_alloc(key, text_alloc));
+	ret = kerr(describe_alloc(key, text_alloc));
 	if (ret != -EACCES || is_mounter(b, c))
 		return ret;
-	return ktext_as(b, c, keyctl_describe_alloc, key, text_alloc);
+	return ktext_as(b, c, describe_alloc, key, text_alloc);
 }
 
 /* Describe key into the cache; *kp is its entry.  -errno as keyctl gives

@@ -298,15 +298,33 @@ static int kidx_refresh(struct keyfs_backend *b, const struct keyfs_cred *c,
 
 /* ---- payloads ---- */
 
-/* keyctl read with the size-probe protocol: ask the length, allocate,
+/* A first read's buffer: most payloads (passwords, tokens) fit, so an
+ * open costs one keyctl read, not a size probe and a read. */
+#define READ_GUESS	256
+
+/* keyctl read: into a buffer of READ_GUESS bytes, then, if the payload is
+ * longer, with the size-probe protocol: allocate what the kernel said,
  * read, and again if it grew meanwhile.  The buffer is the caller's, to
  * wipe and free; NULL when empty. */
 static int read_payload(kserial_t key, void **buf_alloc, size_t *lenp)
 {
-	void *buf = NULL;
+	void *buf = malloc(READ_GUESS);
 	long len, got;
 
-	len = keyctl_read(key, NULL, 0);
+	if (!buf)
+		return -ENOMEM;
+	len = keyctl_read(key, buf, READ_GUESS);
+	if (len >= 0 && len <= READ_GUESS) {
+		if (len == 0) {
+			free(buf);
+			buf = NULL;
+		}
+		*buf_alloc = buf;
+		*lenp = (size_t)len;
+		return 0;
+	}
+	explicit_bzero(buf, READ_GUESS);
+	free(buf);
 	for (;;) {
 		if (len < 0)
 			return -errno;

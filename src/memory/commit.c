@@ -229,12 +229,13 @@ int mem_commit(struct keyfs_backend *b)
 
 void mem_batch_begin(struct keyfs_backend *b)
 {
-	b->batching = true;
+	b->batching++;
 }
 
 int mem_batch_end(struct keyfs_backend *b)
 {
-	b->batching = false;
+	if (b->batching && --b->batching)
+		return 0;
 	return save_tracked(b);
 }
 

@@ -197,7 +197,7 @@ struct keyfs_backend {
 	struct mtrack *track;		/* keys changed since the last save */
 	size_t ntrack, trackcap;
 	bool track_oom;			/* a change could not be tracked */
-	bool batching;			/* between batch_begin and batch_end: save at the end */
+	unsigned batching;		/* open batch_begins: save at the last batch_end */
 	kserial_t file_special[4];	/* the special keyrings it holds */
 	kserial_t saved_process;	/* the process keyring at that save */
 	const struct crypto_key *store_key;	/* owned by the caller */
