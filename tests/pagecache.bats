@@ -169,6 +169,40 @@ print("bad", bad)
 	assert_output "bad 0"
 }
 
+@test "a change made with keyctl under a reader that holds its file open: its reads stay its snapshot" {
+	skip_unless_kernel
+	change "$MNT/session/k" "old-secret-1"
+	cached "$MNT/session/k" "old-secret-1"
+	local serial
+	serial=$(ino "$MNT/session/k")
+	run "$KEYFS_PY" -c '
+import os, subprocess, sys
+path, serial = sys.argv[1], sys.argv[2]
+bad = 0
+for new in ("a-longer-new-secret", "n", "old-secret-1"):
+    fd = os.open(path, os.O_RDONLY)
+    first = os.pread(fd, 100, 0)
+    subprocess.run(["keyctl", "update", serial, new], check=True)
+    os.stat(path)
+    os.fstat(fd)
+    again = os.pread(fd, 100, 0)
+    os.close(fd)
+    if again != first:
+        bad += 1
+        print("bad", first, again)
+    with open(path, "rb") as f:
+        got = f.read()
+    if got != new.encode():
+        bad += 1
+        print("new open", got, new)
+    for _ in range(3):
+        with open(path, "rb") as f:
+            f.read()
+print("bad", bad)
+' "$MNT/session/k" "$serial"
+	assert_output "bad 0"
+}
+
 @test "a revoked, invalidated or expired key is not read from the cache" {
 	for k in r i e; do
 		change "$MNT/session/$k" "secret-$k"

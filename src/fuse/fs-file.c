@@ -21,23 +21,20 @@ void fs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	const struct keyfs_cred *c = req_cred(req, &rc);
 	struct tnode tn;
 	int ret = tree_node(ctx, ino, &tn);
-
+	double timeout = 0;
 	struct handle *h;
 	struct stat st;
 
+	(void)fi;	/* fstat(2) comes without it: open files are found by inode */
 	if (ret == 0)
 		ret = attr_get(ctx, c, &tn, &st);
+	if (ret == 0)
+		timeout = attr_for_kernel(ctx, &tn, &st);
 	/* Written data not yet committed is the file's size, as on any file
-	 * system: fstat and lseek(SEEK_END) must see it.  fstat(2) comes
-	 * without the file: open files are found by inode. */
+	 * system: fstat and lseek(SEEK_END) must see it. */
 	for (h = ctx->open_keys; ret == 0 && h; h = h->next_open)
 		if (h->ino == ino && h->kind == H_KEY && h->dirty)
 			st.st_size = (off_t)h->len;
-	/* A read through the page cache past the size the kernel knows asks
-	 * with its file: a reader of a replaced payload gets its own size. */
-	h = fi ? (struct handle *)(uintptr_t)fi->fh : NULL;
-	if (ret == 0 && h && h->kind == H_KEY && h->pagecached)
-		st.st_size = (off_t)h->len;
 	/* An open file outlives its key, as an unlinked file does. */
 	if (ret < 0 && (h = handle_find_open(ctx, ino)) != NULL) {
 		st = h->st;
@@ -48,7 +45,7 @@ void fs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	if (ret < 0)
 		fuse_reply_err(req, -ret);
 	else
-		fuse_reply_attr(req, &st, attr_for_kernel(ctx, &tn, &st));
+		fuse_reply_attr(req, &st, timeout);
 }
 
 static int set_mode(struct keyfs_ctx *ctx, const struct keyfs_cred *c,

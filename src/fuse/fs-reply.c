@@ -46,7 +46,7 @@ double attr_for_kernel(struct keyfs_ctx *ctx, const struct tnode *tn,
 {
 	if (tn->kind == T_PENDING)
 		return 0;
-	if (tn->kind == T_KEY && pagecache_stale(ctx, tn->ino, &st->st_size))
+	if (tn->kind == T_KEY && pagecache_size(ctx, tn->ino, &st->st_size))
 		return 0;
 	return ctx->opts.attr_timeout;
 }

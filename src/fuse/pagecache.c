@@ -175,12 +175,18 @@ void pagecache_changed(struct keyfs_ctx *ctx, uint64_t ino)
 	drop_pages(ctx, e, NULL, 0);
 }
 
-bool pagecache_stale(struct keyfs_ctx *ctx, uint64_t ino, off_t *size)
+bool pagecache_size(struct keyfs_ctx *ctx, uint64_t ino, off_t *size)
 {
 	struct pc_entry *e = ctx->pagecache ? get(ctx->pagecache, ino, false) : NULL;
 
-	if (!e || !e->opens || !e->stale)
+	if (!e || !e->opens)
 		return false;
+	/* Another size: changed behind keyfs's back (or a caller who may
+	 * not read it, told 0; /proc/keys shows the length to anyone who
+	 * may view the key, so telling it the cached length gives nothing
+	 * away).  New opens read directly until the readers close. */
+	if ((size_t)*size != e->len)
+		e->stale = true;
 	*size = (off_t)e->len;
-	return true;
+	return e->stale;
 }

@@ -21,7 +21,7 @@ struct keyfs_ctx;
  * version use the cache again.  Readers holding an older version keep
  * reading it (their reads come to their own snapshot), and the size keyfs
  * gives the kernel for the inode stays theirs until the last of them
- * closes (pagecache_stale).
+ * closes (pagecache_size).
  *
  * Every function runs under the daemon's lock (fs-loop.c).
  */
@@ -40,10 +40,12 @@ bool pagecache_open(struct keyfs_ctx *ctx, uint64_t ino, const void *buf,
 void pagecache_release(struct keyfs_ctx *ctx, uint64_t ino);
 /* keyfs changed ino's payload, or found it gone: drop its pages. */
 void pagecache_changed(struct keyfs_ctx *ctx, uint64_t ino);
-/* Readers of a replaced payload of ino read from the page cache: the
- * kernel has one size for the inode, and it must stay theirs (*size) until
- * they close, or their reads would end early or run into zeros.  Reads of
- * later opens are direct and do not use it. */
-bool pagecache_stale(struct keyfs_ctx *ctx, uint64_t ino, off_t *size);
+/* The size to tell the kernel for ino, given what the caller would be
+ * told (*size).  While readers read ino from the page cache, the kernel's
+ * one size for the inode must stay theirs until they close, or their
+ * reads would end early or run into zeros; reads of opens after a change
+ * are direct and do not use it.  True when the payload was replaced
+ * under them: the attributes must then not be cached. */
+bool pagecache_size(struct keyfs_ctx *ctx, uint64_t ino, off_t *size);
 
 #endif
