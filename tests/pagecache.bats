@@ -249,6 +249,35 @@ os.close(fd)
 	assert_equal "$(cat "$MNT/session/k")" HEllo
 }
 
+@test "a private mmap of a file open for writing never reaches other readers" {
+	change "$MNT/session/k" hello
+	cached "$MNT/session/k" hello
+	run "$KEYFS_PY" -c '
+import mmap, os, sys
+path = sys.argv[1]
+w = os.open(path, os.O_RDWR)
+os.pwrite(w, b"XY", 0)
+m = mmap.mmap(w, 0, flags=mmap.MAP_PRIVATE, prot=mmap.PROT_READ)
+seen = m[:]
+# not committed yet: every other open reads the payload
+for _ in range(5):
+    with open(path, "rb") as f:
+        print(f.read().decode())
+m.close()
+os.close(w)
+print(seen.decode())
+with open(path, "rb") as f:
+    print(f.read().decode())
+' "$MNT/session/k"
+	assert_output "hello
+hello
+hello
+hello
+hello
+XYllo
+XYllo"
+}
+
 @test "O_DIRECT reads past the page cache" {
 	change "$MNT/session/k" hello
 	cached "$MNT/session/k" hello

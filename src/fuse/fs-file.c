@@ -191,14 +191,19 @@ static int open_control(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 	return 0;
 }
 
-/* Only reading opens of a real key's own inode read from the page cache;
- * writes go to keyfs's buffer, so they must not meet cached pages, and
- * O_DIRECT asks for a strict snapshot. */
-static bool may_cache(struct keyfs_ctx *ctx, const struct tnode *tn, int flags)
+/* How an open key file reads (pagecache.h).  Only reading opens of a real
+ * key's own inode may read from the page cache; writes go to keyfs's
+ * buffer, so they must not meet cached pages, and O_DIRECT asks for a
+ * strict snapshot. */
+static int page_mode(struct keyfs_ctx *ctx, const struct tnode *tn,
+		     const struct handle *h, int flags)
 {
-	return ctx->pagecache && tn->kind == T_KEY &&
-	       tn->ino == tree_ino(ctx, tn->serial) &&
-	       (flags & O_ACCMODE) == O_RDONLY && !(flags & (O_DIRECT | O_TRUNC));
+	if (!ctx->pagecache || h->kind != H_KEY || tn->kind != T_KEY ||
+	    tn->ino != tree_ino(ctx, tn->serial))
+		return PC_DIRECT;
+	if ((flags & O_ACCMODE) != O_RDONLY || (flags & (O_DIRECT | O_TRUNC)))
+		return pagecache_writer(ctx, tn->ino);
+	return pagecache_open(ctx, tn->ino, h->buf, h->len);
 }
 
 /* A key that can no longer be read (revoked, expired, gone) leaves no
@@ -233,11 +238,10 @@ void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		return;
 	}
 	fi->fh = (uintptr_t)h;
-	h->pagecached = h->kind == H_KEY && may_cache(ctx, &tn, fi->flags) &&
-		     pagecache_open(ctx, ino, h->buf, h->len);
+	h->pagemode = page_mode(ctx, &tn, h, fi->flags);
 	/* Pages are dropped by keyfs (pagecache.c), never by an open: other
 	 * readers may be reading them. */
-	fi->direct_io = !h->pagecached;
+	fi->direct_io = h->pagemode != PC_CACHED;
 	fi->keep_cache = 1;
 	fi->nonseekable = 0;
 	/* A read-only file has nothing to commit: close(2) need not wait for
@@ -357,8 +361,7 @@ void fs_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 
 	/* Normally flush committed already; nobody hears an error here. */
 	commit(req, h);
-	if (h->pagecached)
-		pagecache_release(req_ctx(req), ino);
+	pagecache_release(req_ctx(req), ino, h->pagemode);
 	handle_free(h);
 	fuse_reply_err(req, 0);
 }

@@ -25,7 +25,7 @@ struct handle {
 	size_t max;		/* the type's payload limit */
 	bool append;
 	bool dirty;		/* something to commit at flush */
-	bool pagecached;		/* reads from the page cache (pagecache.h) */
+	int pagemode;		/* enum pagecache_mode: how it reads */
 	int err;		/* a write failed: commit nothing, report this */
 	struct stat st;		/* H_KEY: attributes at open, for fstat after rm */
 	struct tree_dirent *ents;	/* H_DIR */

@@ -18,6 +18,8 @@ struct pc_entry {
 	uint64_t ino;
 	uint64_t seq;		/* the notification that dropped older pages */
 	unsigned opens;		/* cached readers open now */
+	unsigned foreign;	/* other opens whose pages (a private mmap of
+				 * a direct open) may not be hash's payload */
 	size_t len;		/* the payload's length, with hash */
 	bool valid;		/* hash says what the page cache may hold */
 	bool stale;		/* cached readers hold a payload since replaced */
@@ -75,7 +77,7 @@ static void sweep(struct pagecache *pc)
 		for (struct pc_entry **p = &pc->b[i]; *p;) {
 			struct pc_entry *e = *p;
 
-			if (e->opens) {
+			if (e->opens || e->foreign) {
 				p = &e->next;
 				continue;
 			}
@@ -116,8 +118,8 @@ static void drop_pages(struct keyfs_ctx *ctx, struct pc_entry *e,
 	e->stale = false;
 }
 
-bool pagecache_open(struct keyfs_ctx *ctx, uint64_t ino, const void *buf,
-		 size_t len)
+enum pagecache_mode pagecache_open(struct keyfs_ctx *ctx, uint64_t ino,
+				   const void *buf, size_t len)
 {
 	struct pagecache *pc = ctx->pagecache;
 	unsigned char hash[PC_HASH];
@@ -125,37 +127,59 @@ bool pagecache_open(struct keyfs_ctx *ctx, uint64_t ino, const void *buf,
 	bool same;
 
 	if (!e)
-		return false;
+		return PC_DIRECT;
 	crypto_generichash(hash, sizeof(hash), buf, len, pc->key, sizeof(pc->key));
 	same = e->valid && sodium_memcmp(hash, e->hash, PC_HASH) == 0;
-	if (e->opens) {
+	if (e->opens && !same) {
 		/* Others read one version from the cache: a different one
-		 * must not touch their pages. */
-		if (!same)
-			e->stale = true;
-		else if (!e->stale && fs_notify_sent(ctx, e->seq))
-			goto cached;
-		return false;
+		 * reads directly, and any page it maps privately is not
+		 * theirs, so no one starts reading from the cache until it
+		 * has closed and its pages are gone. */
+		e->stale = true;
+		e->foreign++;
+		return PC_FOREIGN;
 	}
-	if (same && fs_notify_sent(ctx, e->seq))
-		goto cached;
-	if (!same)
+	if (same && !e->stale && !e->foreign && fs_notify_sent(ctx, e->seq)) {
+		e->opens++;
+		return PC_CACHED;
+	}
+	if (!same && !e->opens)
 		drop_pages(ctx, e, hash, len);
-	return false;	/* the pages are on their way out: read directly */
-cached:
-	e->opens++;
-	return true;
+	return PC_DIRECT;	/* the pages are on their way out */
 }
 
-void pagecache_release(struct keyfs_ctx *ctx, uint64_t ino)
+enum pagecache_mode pagecache_writer(struct keyfs_ctx *ctx, uint64_t ino)
+{
+	struct pc_entry *e = ctx->pagecache ? get(ctx->pagecache, ino, true) : NULL;
+
+	if (!e)
+		return PC_DIRECT;
+	e->foreign++;
+	return PC_FOREIGN;
+}
+
+void pagecache_release(struct keyfs_ctx *ctx, uint64_t ino,
+		       enum pagecache_mode mode)
 {
 	struct pc_entry *e = ctx->pagecache ? get(ctx->pagecache, ino, false) : NULL;
 
-	if (!e || !e->opens)
+	if (!e || mode == PC_DIRECT)
 		return;
+	if (mode == PC_FOREIGN && e->foreign && --e->foreign == 0) {
+		/* Pages it may have put there go; cached readers of the
+		 * version the hash names re-read theirs. */
+		bool stale = e->stale;
+
+		if (e->valid) {
+			e->seq = fs_forget_pages(ctx, e->ino);
+			e->valid = e->seq != 0;
+		}
+		e->stale = stale;
+		return;
+	}
 	/* The last reader of a replaced payload: its pages go now, and the
 	 * next open starts again from what it reads. */
-	if (--e->opens == 0 && e->stale)
+	if (mode == PC_CACHED && e->opens && --e->opens == 0 && e->stale)
 		drop_pages(ctx, e, NULL, 0);
 }
 

@@ -31,13 +31,24 @@ struct pagecache;
 struct pagecache *pagecache_new(void);
 void pagecache_free(struct pagecache *pc);
 
-/* A read-only open of key inode ino with this snapshot: true when it may
- * read from the page cache (it then counts as a cached reader until
- * pagecache_release), false for direct I/O. */
-bool pagecache_open(struct keyfs_ctx *ctx, uint64_t ino, const void *buf,
-		 size_t len);
-/* A cached reader of ino was closed. */
-void pagecache_release(struct keyfs_ctx *ctx, uint64_t ino);
+enum pagecache_mode {
+	PC_DIRECT,	/* direct I/O, of the payload the pages are for */
+	PC_CACHED,	/* reads from the page cache */
+	PC_FOREIGN,	/* direct I/O of another payload, or a writer: a
+			 * private mmap(2) of it would put its pages in the
+			 * cache, so no cached open starts until it closes */
+};
+
+/* A read-only open of key inode ino with this snapshot: how it reads.
+ * Until pagecache_release, a cached or foreign open counts. */
+enum pagecache_mode pagecache_open(struct keyfs_ctx *ctx, uint64_t ino,
+				   const void *buf, size_t len);
+/* An open of ino for writing (always direct): PC_FOREIGN, or PC_DIRECT
+ * without a page cache table. */
+enum pagecache_mode pagecache_writer(struct keyfs_ctx *ctx, uint64_t ino);
+/* An open of ino, opened in mode, was closed. */
+void pagecache_release(struct keyfs_ctx *ctx, uint64_t ino,
+		       enum pagecache_mode mode);
 /* keyfs changed ino's payload, or found it gone: drop its pages. */
 void pagecache_changed(struct keyfs_ctx *ctx, uint64_t ino);
 /* The size to tell the kernel for ino, given what the caller would be
