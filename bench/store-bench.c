@@ -275,6 +275,16 @@ static void walk(const char *ring)
 	closedir(d);
 }
 
+/* VmRSS once the daemon has dropped the listing: closedir's RELEASEDIR
+ * is sent without anyone waiting for it, so an RSS read at once may or
+ * may not still hold the listing of every entry (the walk's own cost, not
+ * the keys'), which made the figure depend on timing. */
+static long settled_rss_kb(pid_t pid)
+{
+	usleep(300000);
+	return vm_rss_kb(pid);
+}
+
 int main(int argc, char **argv)
 {
 	int quick = 0, a = 1;
@@ -319,7 +329,7 @@ int main(int argc, char **argv)
 	struct mnt *ma = mount_keyfs("big", s_a, NULL);
 	snprintf(ring, sizeof(ring), "%s/session/r", ma->path);
 	walk(ring);
-	long rss_store = vm_rss_kb(ma->pid);
+	long rss_store = settled_rss_kb(ma->pid);
 	struct mnt *mb = mount_keyfs("nostore", NULL, NULL);
 	snprintf(ring, sizeof(ring), "%s/session/r", mb->path);
 	if (mkdir(ring, 0700) < 0)
@@ -333,36 +343,45 @@ int main(int argc, char **argv)
 	}
 	double fill_s = now() - t0;
 	walk(ring);
-	long rss_none = vm_rss_kb(mb->pid);
+	long rss_none = settled_rss_kb(mb->pid);
 	unmount_one(mb);
 
-	/* A create near small and near big keys, and the fsync, interleaved. */
+	/* A create near small and near big keys, one without a store, and
+	 * the fsync, interleaved: what a create costs through FUSE alone is
+	 * in the same run, so the store's own share can be told apart. */
 	copy_file(s_small, s_load);
 	struct mnt *mc = mount_keyfs("small", s_load, NULL);
-	char ring_a[4400], ring_c[4400];
+	struct mnt *mp = mount_keyfs("plain", NULL, NULL);
+	char ring_a[4400], ring_c[4400], ring_p[4400];
 	snprintf(ring_a, sizeof(ring_a), "%s/session/r", ma->path);
 	snprintf(ring_c, sizeof(ring_c), "%s/session/r", mc->path);
+	snprintf(ring_p, sizeof(ring_p), "%s/session/r", mp->path);
+	if (mkdir(ring_p, 0700) < 0)
+		die("%s: %s", ring_p, strerror(errno));
 	int pfd = open(probe, O_WRONLY | O_CREAT | O_APPEND | O_TRUNC, 0600);
 	if (pfd < 0)
 		die("%s: %s", probe, strerror(errno));
 	int n = rounds * per;
 	double *c_small = calloc((size_t)n, sizeof(double)), *c_big = calloc((size_t)n, sizeof(double));
 	double *c_fsync = calloc((size_t)n, sizeof(double));
-	if (!c_small || !c_big || !c_fsync)
+	double *c_plain = calloc((size_t)n, sizeof(double));
+	if (!c_small || !c_big || !c_fsync || !c_plain)
 		die("out of memory");
 	for (int r = 0, k = 0; r < rounds; r++, k += per)
-		for (int step = 0; step < 3; step++)
+		for (int step = 0; step < 4; step++)
 			for (int j = 0; j < per; j++) {
 				char name[32];
 				snprintf(name, sizeof(name), "c%05d", k + j);
-				switch ((step + r) % 3) {
+				switch ((step + r) % 4) {
 				case 0: c_small[k + j] = create_one(ring_c, name); break;
 				case 1: c_big[k + j] = create_one(ring_a, name); break;
+				case 2: c_plain[k + j] = create_one(ring_p, name); break;
 				default: c_fsync[k + j] = fsync_one(pfd); break;
 				}
 			}
 	close(pfd);
 	unlink(probe);
+	unmount_one(mp);
 	unmount_one(mc);
 	unmount_one(ma);
 	unlink(s_big);
@@ -377,19 +396,24 @@ int main(int argc, char **argv)
 
 	/* Ratios are taken per sample pair, then the median. */
 	double *r_big = calloc((size_t)n, sizeof(double)), *r_fs = calloc((size_t)n, sizeof(double));
-	if (!r_big || !r_fs)
+	double *r_share = calloc((size_t)n, sizeof(double));
+	if (!r_big || !r_fs || !r_share)
 		die("out of memory");
 	for (int i = 0; i < n; i++) {
 		r_big[i] = c_big[i] / c_small[i];
 		r_fs[i] = c_big[i] / c_fsync[i];
+		r_share[i] = (c_big[i] - c_plain[i]) / c_fsync[i];
 	}
 	double ratio_big = median(r_big, n), ratio_fs = median(r_fs, n);
+	double ratio_share = median(r_share, n);
 	double m_small = median(c_small, n), m_big = median(c_big, n), m_fsync = median(c_fsync, n);
+	double m_plain = median(c_plain, n);
 	double ratio_rss = (double)rss_store / (double)rss_none;
 
 	printf("\n| measurement (memory backend, store=) | figure |\n|---|---|\n");
 	printf("| create near %lu keys (median of %d) | %.1f us |\n", small, n, m_small * 1e6);
 	printf("| create near %lu keys (median of %d) | %.1f us |\n", big, n, m_big * 1e6);
+	printf("| create without a store, near 100 keys (median of %d) | %.1f us |\n", n, m_plain * 1e6);
 	printf("| fsync of a 256-byte append in the store's directory (median of %d) | %.1f us |\n", n, m_fsync * 1e6);
 	printf("| load of %lu keys (exec to mounted, median of %d) | %.3f s |\n", big, loads, load_s);
 	printf("| daemon RSS, %lu keys loaded from a store, listed | %.1f MiB |\n", big, rss_store / 1024.0);
@@ -399,8 +423,10 @@ int main(int argc, char **argv)
 	printf("\n| target (issue 12) | figure | target | |\n|---|---|---|---|\n");
 	printf("| store: create near %lu keys vs near %lu | %.2fx | <= 1.50x | %s |\n", big, small, ratio_big,
 	       ratio_big <= 1.5 ? "met" : "MISSED");
-	printf("| store: create near %lu keys vs an fsync | %.2fx | <= 1.50x | %s |\n", big, ratio_fs,
-	       ratio_fs <= 1.5 ? "met" : "MISSED");
+	printf("| store: create near %lu keys vs an fsync (the whole create: FUSE's round trips too) | %.2fx | <= 1.50x | %s |\n",
+	       big, ratio_fs, ratio_fs <= 1.5 ? "met" : "MISSED");
+	printf("| store: what the store adds to a create near %lu keys vs an fsync | %.2fx | <= 1.50x | %s |\n",
+	       big, ratio_share, ratio_share <= 1.5 ? "met" : "MISSED");
 	printf("| store: load of %lu keys | %.3f s | < 1 s | %s |\n", big, load_s, load_s < 1 ? "met" : "MISSED");
 	printf("| store: daemon RSS with a store vs without | %.2fx | <= 1.20x | %s |\n", ratio_rss,
 	       ratio_rss <= 1.2 ? "met" : "MISSED");

@@ -368,15 +368,50 @@ int tree_lookup(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 	}
 }
 
+/* An entry while a listing is made, its name in place (names are made
+ * and remade in it: escaping, %keyring: prefixes). */
+struct dl_ent {
+	char name[KEYFS_NAME_MAX + 1];
+	struct tnode tn;
+	struct stat st;
+};
+
 /* Growing array of directory entries. */
 struct dirlist {
-	struct tree_dirent *v;
+	struct dl_ent *v;
 	size_t n, cap;
 };
 
-static struct tree_dirent *dl_add(struct dirlist *dl, const char *name)
+/* The finished listing as one block: the entries, then their names, each
+ * as long as it is; an open directory keeps it for as long as it is open,
+ * so a keyring of 100,000 keys costs about 20 MB there, not 45. */
+static struct tree_dirent *dl_compact(const struct dirlist *dl)
 {
-	struct tree_dirent *d;
+	struct tree_dirent *out;
+	size_t names = 0;
+	char *p;
+
+	for (size_t i = 0; i < dl->n; i++)
+		names += strlen(dl->v[i].name) + 1;
+	out = malloc(dl->n * sizeof(*out) + names + 1);
+	if (!out)
+		return NULL;
+	p = (char *)(out + dl->n);
+	for (size_t i = 0; i < dl->n; i++) {
+		size_t len = strlen(dl->v[i].name) + 1;
+
+		memcpy(p, dl->v[i].name, len);
+		out[i].name = p;
+		out[i].tn = dl->v[i].tn;
+		out[i].st = dl->v[i].st;
+		p += len;
+	}
+	return out;
+}
+
+static struct dl_ent *dl_add(struct dirlist *dl, const char *name)
+{
+	struct dl_ent *d;
 
 	if (dl->n == dl->cap) {
 		size_t cap = dl->cap ? dl->cap * 2 : 32;
@@ -398,7 +433,7 @@ static struct tree_dirent *dl_add(struct dirlist *dl, const char *name)
 static int dl_add_node(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 		       struct dirlist *dl, const char *name, uint64_t ino)
 {
-	struct tree_dirent *d = dl_add(dl, name);
+	struct dl_ent *d = dl_add(dl, name);
 	int ret;
 
 	if (!d)
@@ -413,7 +448,7 @@ static int dl_add_node(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 
 static int dl_dots(struct dirlist *dl, uint64_t ino)
 {
-	struct tree_dirent *d;
+	struct dl_ent *d;
 
 	for (int i = 0; i < 2; i++) {
 		d = dl_add(dl, i ? ".." : ".");
@@ -543,7 +578,7 @@ static int add_link(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 		    struct dirlist *dl, kserial_t serial, struct key_info *ki,
 		    unsigned char *cls)
 {
-	struct tree_dirent *d;
+	struct dl_ent *d;
 	bool plain;
 	int ret = BACKEND_CALL(ctx, describe, c, serial, ki);
 
@@ -686,9 +721,9 @@ int tree_readdir(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 	}
 	if (ret < 0)
 		goto fail;
-	*out_alloc = dl.v;
+	*out_alloc = dl_compact(&dl);
 	*n = dl.n;
-	return 0;
+	ret = *out_alloc ? 0 : -ENOMEM;
 fail:
 	free(dl.v);
 	return ret;

@@ -51,7 +51,7 @@ int tree_find_key(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 		  kserial_t keyring, const char *name, kserial_t *out);
 
 struct tree_dirent {
-	char name[KEYFS_NAME_MAX + 1];
+	const char *name;	/* in the listing's own block */
 	struct tnode tn;
 	struct stat st;
 };
