@@ -37,6 +37,18 @@ int tree_special(const struct keyfs_ctx *ctx, int which, kserial_t *out);
 
 uint64_t tree_ino(const struct keyfs_ctx *ctx, kserial_t serial);
 
+
+/* For listing.c: out is key serial; the root's keyring directories, by
+ * index (NULL past the last; *serial 0 where the keyring is missing);
+ * 0 if serial is a keyring the caller may describe, else -ENOTDIR or the
+ * describe's error. */
+void tree_set_key(const struct keyfs_ctx *ctx, struct tnode *out,
+		  kserial_t serial);
+const char *tree_root_dir(const struct keyfs_ctx *ctx, size_t i,
+			  kserial_t *serial);
+int tree_key_is_keyring(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
+			kserial_t serial);
+
 /* Classify an inode number.  -ESTALE for one keyfs does not know. */
 int tree_node(struct keyfs_ctx *ctx, uint64_t ino, struct tnode *out);
 
@@ -57,7 +69,7 @@ struct tree_dirent {
 };
 
 /* All entries of directory ino, "." and ".." first, with attributes, in
- * one pass.  *out_alloc belongs to the caller (free()). */
+ * one pass (listing.c).  *out_alloc belongs to the caller (free()). */
 int tree_readdir(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 		 uint64_t ino, struct tree_dirent **out_alloc, size_t *n);
 
