@@ -156,11 +156,13 @@ void fs_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 	struct tnode tn;
 	int ret = tree_node(ctx, ino, &tn);
 
-	if (ret == 0)
-		ret = xattr_set(ctx, req_cred(req, &rc), &tn, name, value, size, flags);
 	/* perm changes the mode the kernel has cached */
 	if (ret == 0)
-		fs_key_changed(ctx, tn.serial);
+		fs_key_changing(ctx, tn.serial);
+	if (ret == 0)
+		ret = xattr_set(ctx, req_cred(req, &rc), &tn, name, value, size, flags);
+	if (ret == 0)
+		fs_key_changed_after(ctx, tn.serial);
 	fuse_reply_err(req, ret < 0 ? -ret : 0);
 }
 

@@ -333,10 +333,15 @@ static int commit(fuse_req_t req, struct handle *h)
 {
 	struct keyfs_ctx *ctx = req_ctx(req);
 	bool dirty = h->dirty;
-	int ret = handle_commit(ctx, h);
+	kserial_t early = dirty && h->kind == H_KEY ? h->serial : 0;
+	int ret;
 
-	if (ret == 0 && dirty)
-		fs_key_changed(ctx, h->serial);
+	fs_key_changing(ctx, early);
+	ret = handle_commit(ctx, h);
+	if (ret == 0 && dirty && early)
+		fs_key_changed_after(ctx, h->serial);
+	else if (ret == 0 && dirty)
+		fs_key_changed(ctx, h->serial);	/* a pending entry made now */
 	return ret;
 }
 

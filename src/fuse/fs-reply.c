@@ -118,9 +118,20 @@ void reply_entry(fuse_req_t req, struct keyfs_ctx *ctx,
  * caller's next stat should not meet the old attributes. */
 void fs_key_changed(struct keyfs_ctx *ctx, kserial_t serial)
 {
+	fs_key_changing(ctx, serial);
+	fs_key_changed_after(ctx, serial);
+}
+
+void fs_key_changing(struct keyfs_ctx *ctx, kserial_t serial)
+{
+	if (ctx->se && serial)
+		fs_forget_attrs(ctx, tree_ino(ctx, serial));
+}
+
+void fs_key_changed_after(struct keyfs_ctx *ctx, kserial_t serial)
+{
 	if (!ctx->se || !serial)
 		return;
-	fs_forget_attrs(ctx, tree_ino(ctx, serial));
 	pagecache_changed(ctx, tree_ino(ctx, serial));
 	fs_forget_wait(ctx);
 }
