@@ -288,6 +288,20 @@ int kernel_clear(struct keyfs_backend *b, const struct keyfs_cred *c,
 	return ret;
 }
 
+/* The key's cache entry with its owner, describing it first where keyfs
+ * has not (kkey_check lets the mounter through without describing). */
+static int kkey_owned(struct keyfs_backend *b, const struct keyfs_cred *c,
+		      kserial_t key, struct kkey **kp)
+{
+	struct kkey *k = kkey_get(b, key);
+
+	if (k && k->have_attr) {
+		*kp = k;
+		return 0;
+	}
+	return kkey_learn(b, c, key, kp);
+}
+
 int kernel_setperm(struct keyfs_backend *b, const struct keyfs_cred *c,
 		   kserial_t key, uint32_t perm)
 {
@@ -297,10 +311,11 @@ int kernel_setperm(struct keyfs_backend *b, const struct keyfs_cred *c,
 	if (perm & ~(uint32_t)0x3f3f3f3f)
 		return -EINVAL;
 	ret = kkey_check(b, c, key, KEYFS_PERM_SETATTR, 0);
+	if (ret == 0)
+		ret = kkey_owned(b, c, key, &k);
 	/* keyfs may be root: the owner rule must be keyfs's own */
 	if (ret == 0)
-		ret = perm_setperm_allowed(c, kkey_get(b, key)->uid,
-					   is_mounter(b, c));
+		ret = perm_setperm_allowed(c, k->uid, is_mounter(b, c));
 	if (ret == 0)
 		ret = kcall_as(b, c, KCALL(KEYCTL_SETPERM, (unsigned long)key,
 					   perm));
@@ -322,10 +337,11 @@ int kernel_chown(struct keyfs_backend *b, const struct keyfs_cred *c,
 	if (uid == (uid_t)-1 && gid == (gid_t)-1)
 		return 0;
 	ret = kkey_check(b, c, key, KEYFS_PERM_SETATTR, 0);
+	if (ret == 0)
+		ret = kkey_owned(b, c, key, &k);
 	/* keyfs may hold CAP_SYS_ADMIN: only the mounter acts with it */
 	if (ret == 0)
-		ret = perm_chown_allowed(c, kkey_get(b, key)->uid,
-					 kkey_get(b, key)->gid, uid, gid,
+		ret = perm_chown_allowed(c, k->uid, k->gid, uid, gid,
 					 is_mounter(b, c));
 	if (ret == 0)
 		ret = kcall_as(b, c, KCALL(KEYCTL_CHOWN, (unsigned long)key,

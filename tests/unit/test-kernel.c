@@ -165,6 +165,16 @@ static void test_outside(kserial_t ring)
 	nap(0.25);
 	is_int(ops->find(be, &me, ring, "user", "beta", &found), -ENOKEY,
 	       "an outside unlink is seen after the timeout");
+	/* keyfs's own setperm and chown of a key it has never described:
+	 * the owner rule needs its owner, which keyfs must learn first */
+	k = add_key("user", "gamma", "x", 1, ring);
+	is_int(ops->setperm(be, &me, k, 0x3f3f0000), 0,
+	       "setperm of a key keyfs never saw");
+	keyctl_unlink(k, ring);
+	k = add_key("user", "delta", "x", 1, ring);
+	is_int(ops->chown(be, &me, k, (uid_t)-1, getgid()), 0,
+	       "chown of a key keyfs never saw");
+	keyctl_unlink(k, ring);
 }
 
 static void test_timeout(kserial_t ring)
