@@ -69,9 +69,13 @@ static inline void ctx_batch_begin(struct keyfs_ctx *ctx)
 		ctx->ops->batch_begin(ctx->be);
 }
 
-static inline int ctx_batch_end(struct keyfs_ctx *ctx)
+/* End it, saving what it did whatever ret says: ret, or the save's
+ * -errno when ret is 0. */
+static inline int ctx_batch_end(struct keyfs_ctx *ctx, int ret)
 {
-	return ctx->ops->batch_end ? ctx->ops->batch_end(ctx->be) : 0;
+	int saved = ctx->ops->batch_end ? ctx->ops->batch_end(ctx->be) : 0;
+
+	return ret < 0 ? ret : saved;
 }
 
 /* Tell the glue through ctx->events, when it listens. */

@@ -162,7 +162,7 @@ void fs_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 	if (ret == 0)
 		ret = xattr_set(ctx, req_cred(req, &rc), &tn, name, value, size, flags);
 	if (ret == 0)
-		fs_key_changed_after(ctx, tn.serial);
+		fs_forget_wait(ctx);
 	fuse_reply_err(req, ret < 0 ? -ret : 0);
 }
 

@@ -210,7 +210,7 @@ static int make_keyring(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 			kserial_t keyring, const char *desc, mode_t mode,
 			kserial_t *serial)
 {
-	int ret, saved;
+	int ret;
 
 	ctx_batch_begin(ctx);
 	ret = BACKEND_CALL(ctx, add, c, "keyring", desc, NULL, 0, keyring, serial);
@@ -221,8 +221,7 @@ static int make_keyring(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 		else
 			ret = mkdir_mode(ctx, c, keyring, *serial, mode);
 	}
-	saved = ctx_batch_end(ctx);
-	return ret < 0 ? ret : saved;
+	return ctx_batch_end(ctx, ret);
 }
 
 void fs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,

@@ -339,7 +339,7 @@ static int commit(fuse_req_t req, struct handle *h)
 	fs_key_changing(ctx, early);
 	ret = handle_commit(ctx, h);
 	if (ret == 0 && dirty && early)
-		fs_key_changed_after(ctx, h->serial);
+		fs_forget_wait(ctx);	/* its pages went with the old payload */
 	else if (ret == 0 && dirty)
 		fs_key_changed(ctx, h->serial);	/* a pending entry made now */
 	return ret;

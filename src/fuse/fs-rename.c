@@ -125,7 +125,7 @@ static int rename_payload(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 {
 	struct handle *h = NULL;
 	bool made = false;
-	int ret = handle_open_key(ctx, c, src, O_RDONLY, &h), saved;
+	int ret = handle_open_key(ctx, c, src, O_RDONLY, &h);
 
 	if (ret < 0)
 		return ret;
@@ -144,9 +144,9 @@ static int rename_payload(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 	 * keyring only, which the caller had to make it). */
 	if (ret < 0 && made)
 		BACKEND_CALL(ctx, unlink, c, *target, keyring);
-	saved = ctx_batch_end(ctx);
+	ret = ctx_batch_end(ctx, ret);
 	handle_free(h);
-	return ret < 0 ? ret : saved;
+	return ret;
 }
 
 /* Rename in one keyring: the target takes the source's payload and the

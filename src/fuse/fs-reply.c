@@ -115,25 +115,22 @@ void reply_entry(fuse_req_t req, struct keyfs_ctx *ctx,
 }
 
 /* Sent by the notifier (see fs-notify.c), and waited for briefly: the
- * caller's next stat should not meet the old attributes. */
+ * caller's next stat should not meet the old attributes.  A control
+ * command may have left the payload unreadable (revoke, invalidate), so
+ * its pages go too. */
 void fs_key_changed(struct keyfs_ctx *ctx, kserial_t serial)
 {
+	if (!ctx->se || !serial)
+		return;
 	fs_key_changing(ctx, serial);
-	fs_key_changed_after(ctx, serial);
+	pagecache_changed(ctx, tree_ino(ctx, serial));
+	fs_forget_wait(ctx);
 }
 
 void fs_key_changing(struct keyfs_ctx *ctx, kserial_t serial)
 {
 	if (ctx->se && serial)
 		fs_forget_attrs(ctx, tree_ino(ctx, serial));
-}
-
-void fs_key_changed_after(struct keyfs_ctx *ctx, kserial_t serial)
-{
-	if (!ctx->se || !serial)
-		return;
-	pagecache_changed(ctx, tree_ino(ctx, serial));
-	fs_forget_wait(ctx);
 }
 
 /* The keyring a directory inode is; -EPERM for keyfs's own directories,

@@ -30,12 +30,13 @@ void fs_lock_release(void *ctx);
  * changed it in a way the kernel did not see (a control file, an xattr,
  * a commit at close).  Safe from a request: it takes no inode locks. */
 void fs_key_changed(struct keyfs_ctx *ctx, kserial_t serial);
-/* The same in two halves around a change keyfs is about to make: the
- * invalidation is sent while the change does its work (a store's fsync),
- * and a request that would fetch the attributes again waits for the
- * daemon's lock meanwhile, so it meets the change. */
+/* Its first half, sent before a change keyfs is about to make, so the
+ * invalidation overlaps the change's own work (a store's fsync); a
+ * request that would fetch the attributes again waits for the daemon's
+ * lock meanwhile, so it meets the change.  The caller waits with
+ * fs_forget_wait once the change is made; a payload it replaced drops its
+ * pages where it is replaced (handle_update_payload). */
 void fs_key_changing(struct keyfs_ctx *ctx, kserial_t serial);
-void fs_key_changed_after(struct keyfs_ctx *ctx, kserial_t serial);
 
 /* Have the kernel forget what it cached for name in directory parent, as
  * soon as the directory is free (fs-notify.c; queued, never blocks). */

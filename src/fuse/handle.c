@@ -275,7 +275,7 @@ int handle_update_payload(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 {
 	struct key_info *ki = malloc(sizeof(*ki));
 	time_t expiry = 0, now;
-	int ret, saved;
+	int ret;
 
 	if (!ki)
 		return -ENOMEM;
@@ -291,9 +291,7 @@ int handle_update_payload(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 	now = time(NULL);
 	if (ret == 0 && expiry > now)
 		ret = BACKEND_CALL(ctx, set_timeout, c, serial, (unsigned)(expiry - now));
-	saved = ctx_batch_end(ctx);
-	if (ret == 0)
-		ret = saved;
+	ret = ctx_batch_end(ctx, ret);
 	/* Whatever happened, pages of the old payload must not be read as
 	 * the new one. */
 	pagecache_changed(ctx, tree_ino(ctx, serial));

@@ -5,6 +5,7 @@
 #include <sodium.h>
 
 #include "fs.h"
+#include "hash.h"
 #include "pagecache.h"
 
 #define PC_HASH		16	/* bytes of a payload's hash */
@@ -63,7 +64,8 @@ void pagecache_free(struct pagecache *pc)
 
 static struct pc_entry **slot(struct pagecache *pc, uint64_t ino)
 {
-	struct pc_entry **p = &pc->b[(ino * 0x9E3779B97F4A7C15ULL) >> 54];
+	/* A key's inode is its serial (serial 1's aside: a collision). */
+	struct pc_entry **p = &pc->b[hash_serial((kserial_t)ino, PC_BUCKETS)];
 
 	while (*p && (*p)->ino != ino)
 		p = &(*p)->next;
@@ -106,16 +108,15 @@ static struct pc_entry *get(struct pagecache *pc, uint64_t ino, bool make)
 }
 
 /* Drop the pages the kernel holds of e's key; they are for one payload
- * (hash) again once the kernel has done it. */
+ * (hash, which may be e's own) again once the kernel has done it. */
 static void drop_pages(struct keyfs_ctx *ctx, struct pc_entry *e,
 		       const unsigned char *hash, size_t len)
 {
 	e->seq = fs_forget_pages(ctx, e->ino);
 	e->valid = hash != NULL && e->seq != 0;
-	if (e->valid)
+	if (e->valid && hash != e->hash)
 		memcpy(e->hash, hash, PC_HASH);
 	e->len = len;
-	e->stale = false;
 }
 
 enum pagecache_mode pagecache_open(struct keyfs_ctx *ctx, uint64_t ino,
@@ -168,19 +169,16 @@ void pagecache_release(struct keyfs_ctx *ctx, uint64_t ino,
 	if (mode == PC_FOREIGN && e->foreign && --e->foreign == 0) {
 		/* Pages it may have put there go; cached readers of the
 		 * version the hash names re-read theirs. */
-		bool stale = e->stale;
-
-		if (e->valid) {
-			e->seq = fs_forget_pages(ctx, e->ino);
-			e->valid = e->seq != 0;
-		}
-		e->stale = stale;
+		if (e->valid)
+			drop_pages(ctx, e, e->hash, e->len);
 		return;
 	}
 	/* The last reader of a replaced payload: its pages go now, and the
 	 * next open starts again from what it reads. */
-	if (mode == PC_CACHED && e->opens && --e->opens == 0 && e->stale)
+	if (mode == PC_CACHED && e->opens && --e->opens == 0 && e->stale) {
 		drop_pages(ctx, e, NULL, 0);
+		e->stale = false;
+	}
 }
 
 void pagecache_changed(struct keyfs_ctx *ctx, uint64_t ino)

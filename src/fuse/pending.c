@@ -318,14 +318,12 @@ int pending_instantiate(struct keyfs_ctx *ctx, struct node *n,
 			const void *buf, size_t len, kserial_t *out)
 {
 	kserial_t serial = 0;
-	int ret, saved;
+	int ret;
 
 	/* One change of a store, however many calls: one record, one fsync. */
 	ctx_batch_begin(ctx);
 	ret = instantiate(ctx, n, buf, len, &serial);
-	saved = ctx_batch_end(ctx);
-	if (ret == 0)
-		ret = saved;
+	ret = ctx_batch_end(ctx, ret);
 	if (ret < 0) {
 		/* Nothing is left of a failed create: the entry goes with it
 		 * (freed at the kernel's forget, as an open file may still
