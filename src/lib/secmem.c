@@ -8,17 +8,22 @@
 
 #include "secmem.h"
 
-#define SLAB_BYTES	(64 * 1024)
-#define CLASS_MIN	32		/* smallest block, header included */
-#define NCLASSES	8		/* 32 .. 4096 bytes */
-#define HDR		16		/* keeps blocks 16-byte aligned */
+/*
+ * Every mapping is SLAB_BYTES-aligned and starts with a struct maphdr, so
+ * a block finds its mapping by masking its address: a small block needs
+ * no header of its own, and a 32-byte payload takes 32 bytes, not 64
+ * (issue 10's bytes per key).  A slab's first block is given to the
+ * header; a large block follows its header.
+ */
+#define SLAB_BYTES	((size_t)64 * 1024)
+#define CLASS_MIN	16		/* smallest block */
+#define NCLASSES	9		/* 16 .. 4096 bytes */
+#define HDR		16		/* keeps large blocks 16-byte aligned */
 
-/* Before every block: its class, or NCLASSES for a block of its own pages
- * (then its mapping's length). */
-struct hdr {
-	uint32_t cls;
+struct maphdr {
+	uint32_t cls;		/* NCLASSES: one large block */
 	uint32_t pad;
-	size_t maplen;
+	size_t maplen;		/* large blocks: the mapping's length */
 };
 
 struct freeblk {
@@ -34,21 +39,34 @@ static size_t class_size(unsigned cls)
 	return (size_t)CLASS_MIN << cls;
 }
 
-/* Fresh pages for secrets: anonymous, not dumped, locked if allowed. */
+static struct maphdr *map_of(const void *p)
+{
+	return (struct maphdr *)((uintptr_t)p & ~(uintptr_t)(SLAB_BYTES - 1));
+}
+
+/* Fresh pages for secrets, SLAB_BYTES-aligned: anonymous, not dumped,
+ * locked if allowed.  len is a multiple of the page size. */
 static void *pages_new(size_t len)
 {
-	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+	size_t over = len + SLAB_BYTES;
+	char *p = mmap(NULL, over, PROT_READ | PROT_WRITE,
 		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	char *a;
 
 	if (p == MAP_FAILED)
 		return NULL;
-	(void)madvise(p, len, MADV_DONTDUMP);
-	if (mlock(p, len) != 0)
+	a = (char *)(((uintptr_t)p + SLAB_BYTES - 1) & ~(uintptr_t)(SLAB_BYTES - 1));
+	if (a > p)
+		munmap(p, (size_t)(a - p));
+	if (p + over > a + len)
+		munmap(a + len, (size_t)(p + over - (a + len)));
+	(void)madvise(a, len, MADV_DONTDUMP);
+	if (mlock(a, len) != 0)
 		unlocked_pages = true;
-	return p;
+	return a;
 }
 
-/* Cut a new slab into blocks of one class. */
+/* Cut a new slab into blocks of one class; the first holds the header. */
 static int slab_add(unsigned cls)
 {
 	size_t sz = class_size(cls);
@@ -56,7 +74,8 @@ static int slab_add(unsigned cls)
 
 	if (!p)
 		return -ENOMEM;
-	for (size_t off = 0; off + sz <= SLAB_BYTES; off += sz) {
+	((struct maphdr *)p)->cls = cls;
+	for (size_t off = sz < HDR ? HDR : sz; off + sz <= SLAB_BYTES; off += sz) {
 		struct freeblk *b = (struct freeblk *)(p + off);
 
 		b->next = freelist[cls];
@@ -69,7 +88,7 @@ static void *big_alloc(size_t n)
 {
 	long pg = sysconf(_SC_PAGESIZE);
 	size_t len = (n + HDR + (size_t)pg - 1) & ~((size_t)pg - 1);
-	struct hdr *h = pages_new(len);
+	struct maphdr *h = pages_new(len);
 
 	if (!h)
 		return NULL;
@@ -82,11 +101,10 @@ void *secmem_alloc(size_t n)
 {
 	unsigned cls = 0;
 	struct freeblk *b;
-	struct hdr *h;
 
-	if (n == 0 || n > SIZE_MAX - HDR - SLAB_BYTES)
+	if (n == 0 || n > SIZE_MAX - HDR - 2 * SLAB_BYTES)
 		return NULL;
-	while (cls < NCLASSES && class_size(cls) < n + HDR)
+	while (cls < NCLASSES && class_size(cls) < n)
 		cls++;
 	if (cls == NCLASSES)
 		return big_alloc(n);
@@ -100,20 +118,18 @@ void *secmem_alloc(size_t n)
 	pthread_mutex_unlock(&lock);
 	/* Blocks are wiped when freed and slabs start zeroed. */
 	memset(b, 0, sizeof(*b));
-	h = (struct hdr *)b;
-	h->cls = cls;
-	return (char *)h + HDR;
+	return b;
 }
 
 void secmem_free(void *p)
 {
-	struct hdr *h;
+	struct maphdr *h;
 	struct freeblk *b;
 	unsigned cls;
 
 	if (!p)
 		return;
-	h = (struct hdr *)((char *)p - HDR);
+	h = map_of(p);
 	cls = h->cls;
 	if (cls >= NCLASSES) {
 		size_t len = h->maplen;
@@ -122,8 +138,8 @@ void secmem_free(void *p)
 		munmap(h, len);
 		return;
 	}
-	explicit_bzero(h, class_size(cls));
-	b = (struct freeblk *)h;
+	explicit_bzero(p, class_size(cls));
+	b = p;
 	pthread_mutex_lock(&lock);
 	b->next = freelist[cls];
 	freelist[cls] = b;

@@ -153,8 +153,8 @@ static int load_key(struct keyfs_backend *b, const struct store_key *sk,
 	k->negative = sk->state == KEY_STATE_NEGATIVE;
 	k->reject_error = ENOKEY;
 	k->expiry = (time_t)sk->expiry;
-	k->mtime = sk->mtime;
-	k->ctime = sk->ctime;
+	k->mtime_ns = mem_ns(sk->mtime);
+	k->ctime_ns = mem_ns(sk->ctime);
 	k->in_quota = true;	/* the held user keyrings are fixed later */
 	if (prep.data || prep.ring)
 		type->instantiate(k, &prep);

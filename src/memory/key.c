@@ -221,23 +221,22 @@ static int serial_alloc(struct keyfs_backend *b, kserial_t *out)
 
 void mem_key_free(struct mkey *k)
 {
-	free(k->desc);
-	free(k->parents);
+	if (k->parents != &k->parent1)
+		free(k->parents);
 	free(k);
 }
 
 struct mkey *mem_key_alloc(const struct mkey_type *type, const char *desc)
 {
-	struct mkey *k = calloc(1, sizeof(*k));
+	size_t dlen = strlen(desc) + 1;
+	struct mkey *k = calloc(1, sizeof(*k) + dlen);
 
 	if (!k)
 		return NULL;
-	k->desc = strdup(desc);
-	if (!k->desc) {
-		free(k);
-		return NULL;
-	}
+	memcpy(k->desc, desc, dlen);
 	k->type = type;
+	k->parents = &k->parent1;
+	k->pcap = 1;
 	return k;
 }
 
@@ -286,9 +285,9 @@ void mem_reap(struct keyfs_backend *b)
 
 void mem_key_touch(struct mkey *k, bool payload)
 {
-	k->ctime = mem_now_ts();
+	k->ctime_ns = mem_now_ns();
 	if (payload)
-		k->mtime = k->ctime;
+		k->mtime_ns = k->ctime_ns;
 }
 
 /* ---- making keys ---- */
@@ -314,7 +313,7 @@ int mem_key_new(struct keyfs_backend *b, const struct mkey_type *type,
 	k->uid = uid;
 	k->gid = gid;
 	k->perm = perm;
-	k->mtime = k->ctime = mem_now_ts();
+	k->mtime_ns = k->ctime_ns = mem_now_ns();
 	*out = k;
 	return 0;
 }

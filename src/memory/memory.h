@@ -110,36 +110,42 @@ struct mring {
  * held), as the kernel's garbage collector does. */
 struct mkey {
 	kserial_t serial;
-	const struct mkey_type *type;
-	char *desc;
 	uid_t uid;
 	gid_t gid;
 	uint32_t perm;
-	bool revoked;
-	bool negative;		/* answers -reject_error */
-	int reject_error;
-	bool in_quota;		/* charged to its owner (not the user keyrings) */
-	bool special;		/* held by keyfs: never reaped */
-	bool stored;		/* with a store: the store holds it */
-	bool tracked;		/* with a store: changed since the last save */
+	const struct mkey_type *type;
 	time_t expiry;		/* absolute; 0: none */
-	struct timespec mtime, ctime;
+	int64_t mtime_ns, ctime_ns;	/* nanoseconds since the epoch (mem_ts) */
 	unsigned char *payload;	/* not keyrings; wiped before free */
-	size_t len;
+	uint32_t len;
+	uint32_t datalen;	/* the payload's quota charge (kernel: datalen) */
+	uint32_t charged;	/* bytes currently charged to the owner */
+	int16_t reject_error;	/* negative: what it answers (an errno) */
+	bool revoked:1;
+	bool negative:1;	/* answers -reject_error */
+	bool in_quota:1;	/* charged to its owner (not the user keyrings) */
+	bool special:1;		/* held by keyfs: never reaped */
+	bool stored:1;		/* with a store: the store holds it */
+	bool tracked:1;		/* with a store: changed since the last save */
+	bool on_dead:1;
 	struct mring *ring;	/* keyrings only */
-	size_t datalen;		/* the payload's quota charge (kernel: datalen) */
-	size_t charged;		/* bytes currently charged to the owner */
 
-	struct mkey **parents;	/* the keyrings linking it, unordered */
-	size_t nparents, pcap;
+	/* The keyrings linking it, unordered.  Most keys have one parent,
+	 * so the first lives in parent1 (parents == &parent1 while pcap is
+	 * 1): a key costs no second allocation. */
+	struct mkey **parents;
+	struct mkey *parent1;
+	uint32_t nparents, pcap;
 
 	struct mkey *hnext;	/* serial table chain */
 	struct mkey *dead_next;	/* reap list */
-	bool on_dead;
 	struct mkey *qnext;	/* traversal queue */
 	unsigned long walk_stamp;	/* marks of the backend's traversals */
 	int walk_depth;
 	unsigned track_idx;	/* tracked: its entry in the backend's track */
+	/* Allocated with the key (mem_key_alloc): a key's description never
+	 * changes, and one block per key keeps the model small (issue 10). */
+	char desc[];
 };
 
 /* With a store: one key changed since the last save, as it was then, so
@@ -213,12 +219,36 @@ struct keyfs_backend {
 
 /* ---- small helpers every file uses ---- */
 
-static inline struct timespec mem_now_ts(void)
+/* Saturating: a store may hold any time (about 292 years either side of
+ * 1970 fit). */
+static inline int64_t mem_ns(struct timespec ts)
+{
+	const int64_t lim = INT64_MAX / 1000000000 - 1;
+
+	if (ts.tv_sec > lim)
+		return lim * 1000000000;
+	if (ts.tv_sec < -lim)
+		return -lim * 1000000000;
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static inline struct timespec mem_ts(int64_t ns)
+{
+	int64_t sec = ns / 1000000000, rem = ns % 1000000000;
+
+	if (rem < 0) {		/* times before 1970, from a store */
+		rem += 1000000000;
+		sec--;
+	}
+	return (struct timespec){ .tv_sec = (time_t)sec, .tv_nsec = (long)rem };
+}
+
+static inline int64_t mem_now_ns(void)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_REALTIME, &ts);
-	return ts;
+	return mem_ns(ts);
 }
 
 static inline bool mem_key_expired(const struct mkey *k, time_t now)

@@ -100,7 +100,7 @@ static void user_describe(const struct mkey *key, char *buf, size_t len)
 	if (key->negative)
 		snprintf(buf, len, "%s", key->desc);
 	else
-		snprintf(buf, len, "%s: %zu", key->desc, key->datalen);
+		snprintf(buf, len, "%s: %u", key->desc, key->datalen);
 }
 
 static void big_key_describe(const struct mkey *key, char *buf, size_t len)
@@ -108,7 +108,7 @@ static void big_key_describe(const struct mkey *key, char *buf, size_t len)
 	if (key->negative)
 		snprintf(buf, len, "%s", key->desc);
 	else
-		snprintf(buf, len, "%s: %zu [%s]", key->desc, key->datalen,
+		snprintf(buf, len, "%s: %u [%s]", key->desc, key->datalen,
 			 key->datalen > MEM_BIG_KEY_FILE_THRESHOLD ?
 			 "file" : "buff");
 }
@@ -261,11 +261,15 @@ int mring_reserve(struct mkey *keyring, struct mkey *child)
 	if (index_grow(r, r->nlinks + 1) < 0)
 		return -ENOMEM;
 	if (child->nparents + 1 > child->pcap) {
-		size_t cap = child->pcap ? child->pcap * 2 : 2;
-		struct mkey **p = realloc(child->parents, cap * sizeof(*p));
+		uint32_t cap = child->pcap * 2;
+		bool inline1 = child->parents == &child->parent1;
+		struct mkey **p = realloc(inline1 ? NULL : child->parents,
+					  cap * sizeof(*p));
 
 		if (!p)
 			return -ENOMEM;
+		if (inline1)
+			p[0] = child->parent1;
 		child->parents = p;
 		child->pcap = cap;
 	}

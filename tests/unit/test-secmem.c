@@ -59,6 +59,37 @@ int main(void)
 		ok(p && all_zero(p, n), "%zu bytes again: no trace of the last secret", n);
 		secmem_free(p);
 	}
+	{
+		/* Blocks carry no header: a class's blocks sit side by side. */
+		unsigned char *a = secmem_alloc(32), *b = secmem_alloc(32);
+		uintptr_t d = a > b ? (uintptr_t)(a - b) : (uintptr_t)(b - a);
+
+		ok(a && b && d == 32, "two 32-byte blocks sit 32 bytes apart (no per-block header)");
+		secmem_free(a);
+		secmem_free(b);
+	}
+	{
+		/* Many slabs of one class, all given back and taken again. */
+		enum { N = 10000 };
+		static unsigned char *v[N];
+		bool all = true;
+
+		for (size_t i = 0; i < N; i++) {
+			v[i] = secmem_alloc(24);
+			all = all && v[i] && all_zero(v[i], 24);
+			if (v[i])
+				memset(v[i], 0x5a, 24);
+		}
+		for (size_t i = 0; i < N; i++)
+			secmem_free(v[i]);
+		for (size_t i = 0; i < N; i++) {
+			v[i] = secmem_alloc(24);
+			all = all && v[i] && all_zero(v[i], 24);
+		}
+		ok(all, "%d blocks over several slabs come zeroed, again after being freed", N);
+		for (size_t i = 0; i < N; i++)
+			secmem_free(v[i]);
+	}
 	ok(secmem_alloc(0) == NULL, "0 bytes is refused");
 	ok(secmem_alloc(SIZE_MAX) == NULL, "SIZE_MAX bytes is refused");
 	secmem_free(NULL);
