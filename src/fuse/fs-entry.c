@@ -337,9 +337,9 @@ static void pending_mode(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 {
 	uint32_t perm;
 
-	if (mode_perm(ctx, n->type, mode, &perm) == 0 &&
+	if (mode_perm(ctx, n->pk->type, mode, &perm) == 0 &&
 	    pending_setperm(ctx, c, n, perm) == 0)
-		n->perm_from_mode = true;
+		n->pk->perm_from_mode = true;
 }
 
 static int create_pending(struct keyfs_ctx *ctx, const struct keyfs_cred *c,

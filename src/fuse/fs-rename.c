@@ -177,8 +177,8 @@ static int rename_in_keyring(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 		if (target) {
 			ret = -EINVAL;	/* no payload to give it */
 		} else {
-			free(src->node->desc);
-			src->node->desc = desc;
+			free(src->node->pk->desc);
+			src->node->pk->desc = desc;
 			desc = NULL;
 		}
 		goto out;
@@ -233,7 +233,7 @@ void fs_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 		ret = check_own_name(ctx, c, &tn, newname, -EXDEV);
 	if (ret == 0 && from != to) {
 		if (tn.kind == T_PENDING && !tn.serial)
-			tn.node->parent = to;
+			tn.node->pk->parent = to;
 		else
 			ret = BACKEND_CALL(ctx, move, c, tn.serial, from, to,
 					   flags & RENAME_NOREPLACE ? KEYFS_MOVE_EXCL : 0);

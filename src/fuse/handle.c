@@ -136,7 +136,7 @@ int handle_open_key(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 	h->st.st_ino = (ino_t)tn->ino;
 	h->serial = tn->serial;
 	h->node = tn->kind == T_PENDING ? tn->node : NULL;
-	h->taken = h->node ? h->node->taken : 0;
+	h->taken = h->node ? pending_taken(h->node) : 0;
 	ret = keytype_info(ctx, ki->type, &ti);
 	if (ret < 0)
 		goto fail;

@@ -204,7 +204,7 @@ static void add_pending(struct node *n, void *arg)
 
 	/* Listed under the name the key will have once instantiated. */
 	if (w->ret == 0 &&
-	    name_for_key(n->type, n->desc, false, name, sizeof(name)) == 0)
+	    name_for_key(n->pk->type, n->pk->desc, false, name, sizeof(name)) == 0)
 		w->ret = dl_add_node(w->ctx, w->c, w->dl, name, n->ino);
 }
 

@@ -25,7 +25,8 @@ struct node_table {
 	size_t nbucket, nnode;
 	struct keyref **keyref;
 	size_t nkeyref_slot, nkeyref;
-	struct node *all;	/* every node, for the per-keyring walks */
+	struct node *others;	/* the NODE_ALIAS and NODE_SEARCHTYPE nodes:
+				 * few, walked by renames and searches */
 	/* The pending nodes that may still be live, so that looking a name up
 	 * does not walk every node: an instantiated entry stays in the table
 	 * as long as the kernel holds its inode (100,000 creates leave 100,000
@@ -81,12 +82,27 @@ static void nodes_grow(struct node_table *t)
 	t->nbucket = n;
 }
 
+static void pending_key_free(struct pending_key *pk)
+{
+	if (!pk)
+		return;
+	free(pk->type);
+	free(pk->desc);
+	free(pk->creator_groups);
+	free(pk);
+}
+
 static void node_free(struct node *n)
 {
-	free(n->type);
-	free(n->desc);
-	free(n->creator_groups);
+	pending_key_free(n->pk);
 	free(n);
+}
+
+void node_instantiated(struct node *n, kserial_t serial)
+{
+	n->serial = serial;
+	pending_key_free(n->pk);
+	n->pk = NULL;
 }
 
 void node_table_free(struct node_table *t)
@@ -95,10 +111,11 @@ void node_table_free(struct node_table *t)
 
 	if (!t)
 		return;
-	for (n = t->all; n; n = next) {
-		next = n->lnext;
-		node_free(n);
-	}
+	for (size_t i = 0; i < t->nbucket; i++)
+		for (n = t->bucket[i]; n; n = next) {
+			next = n->hnext;
+			node_free(n);
+		}
 	for (size_t i = 0; i < t->nkeyref_slot; i++)
 		for (struct keyref *r = t->keyref[i], *rnext; r; r = rnext) {
 			rnext = r->next;
@@ -128,11 +145,13 @@ static void node_hash(struct node_table *t, struct node *n)
 	n->hnext = t->bucket[b];
 	t->bucket[b] = n;
 	t->nnode++;
-	n->lnext = t->all;
-	if (t->all)
-		t->all->lprev = &n->lnext;
-	n->lprev = &t->all;
-	t->all = n;
+	if (n->kind == NODE_PENDING) {
+		n->knext = t->pending;
+		t->pending = n;
+	} else {
+		n->knext = t->others;
+		t->others = n;
+	}
 }
 
 struct node *node_new(struct node_table *t, enum node_kind kind,
@@ -142,19 +161,17 @@ struct node *node_new(struct node_table *t, enum node_kind kind,
 
 	if (!n)
 		return NULL;
-	n->kind = kind;
-	n->type = type ? strdup(type) : NULL;
-	n->desc = desc ? strdup(desc) : NULL;
-	if ((type && !n->type) || (desc && !n->desc)) {
-		node_free(n);
-		return NULL;
+	n->kind = (uint8_t)kind;
+	if (type) {
+		n->pk = calloc(1, sizeof(*n->pk));
+		if (!n->pk || !(n->pk->type = strdup(type)) ||
+		    (desc && !(n->pk->desc = strdup(desc)))) {
+			node_free(n);
+			return NULL;
+		}
 	}
 	n->ino = t->next_ino++;
 	node_hash(t, n);
-	if (kind == NODE_PENDING) {
-		n->pnext = t->pending;
-		t->pending = n;
-	}
 	return n;
 }
 
@@ -233,7 +250,7 @@ void node_renamed(struct node_table *t, uint64_t ino, kserial_t from,
 
 	/* Inodes that stood for from (earlier renames onto it) follow its
 	 * payload: the kernel moved their names along with it. */
-	for (n = t->all; n; n = n->lnext)
+	for (n = t->others; n; n = n->knext)
 		if (n->kind == NODE_ALIAS && n->serial == from)
 			n->serial = to;
 	if (!gone)
@@ -262,21 +279,21 @@ struct node *node_find_pending(struct node_table *t, kserial_t parent,
 {
 	for (struct node **pp = &t->pending, *n; (n = *pp);) {
 		if (!node_pending_live(n)) {
-			*pp = n->pnext;		/* instantiated or unlinked */
+			*pp = n->knext;		/* instantiated or unlinked */
 			continue;
 		}
-		if (n->parent == parent && strcmp(n->type, type) == 0 &&
-		    strcmp(n->desc, desc) == 0)
+		if (n->pk->parent == parent && strcmp(n->pk->type, type) == 0 &&
+		    strcmp(n->pk->desc, desc) == 0)
 			return n;
-		pp = &n->pnext;
+		pp = &n->knext;
 	}
 	return NULL;
 }
 
 struct node *node_find_searchtype(struct node_table *t, const char *type)
 {
-	for (struct node *n = t->all; n; n = n->lnext)
-		if (n->kind == NODE_SEARCHTYPE && strcmp(n->type, type) == 0)
+	for (struct node *n = t->others; n; n = n->knext)
+		if (n->kind == NODE_SEARCHTYPE && strcmp(n->pk->type, type) == 0)
 			return n;
 	return NULL;
 }
@@ -284,8 +301,8 @@ struct node *node_find_searchtype(struct node_table *t, const char *type)
 void node_for_each_pending(struct node_table *t, kserial_t parent,
 			   void (*fn)(struct node *n, void *arg), void *arg)
 {
-	for (struct node *n = t->pending; n; n = n->pnext)
-		if (node_pending_live(n) && n->parent == parent)
+	for (struct node *n = t->pending; n; n = n->knext)
+		if (node_pending_live(n) && n->pk->parent == parent)
 			fn(n, arg);
 }
 
@@ -299,13 +316,10 @@ static void node_unhash(struct node_table *t, struct node *n)
 			t->nnode--;
 			break;
 		}
-	*n->lprev = n->lnext;
-	if (n->lnext)
-		n->lnext->lprev = n->lprev;
-	for (pp = &t->pending; n->kind == NODE_PENDING && *pp;
-	     pp = &(*pp)->pnext)
+	for (pp = n->kind == NODE_PENDING ? &t->pending : &t->others; *pp;
+	     pp = &(*pp)->knext)
 		if (*pp == n) {
-			*pp = n->pnext;
+			*pp = n->knext;
 			break;
 		}
 }

@@ -43,20 +43,12 @@ enum node_kind {
 	NODE_ALIAS,		/* a gone key's inode that stands for another key */
 };
 
-/* A node keyfs made up.  Owned by the node table. */
-struct node {
-	uint64_t ino;
-	enum node_kind kind;
-	uint64_t nlookup;	/* the kernel's references (lookup counts) */
-	struct node *hnext;	/* hash chain */
-	struct node *lnext;	/* list of all nodes */
-	struct node **lprev;	/* what points at this node in that list */
-	struct node *pnext;	/* NODE_PENDING: list of pending nodes */
-
-	/* NODE_PENDING and NODE_SEARCHTYPE */
+/* What a pending entry will be, kept until it is instantiated (then
+ * freed: 100,000 creates must not keep 100,000 of these, issue 10); a
+ * NODE_SEARCHTYPE node keeps only its type here.  Owned by its node. */
+struct pending_key {
 	char *type;		/* owned */
-	/* NODE_PENDING */
-	char *desc;		/* owned */
+	char *desc;		/* owned; NODE_PENDING only */
 	kserial_t parent;	/* the keyring it will be linked into */
 	uid_t uid;
 	gid_t gid;
@@ -65,14 +57,30 @@ struct node {
 	bool perm_from_mode;	/* perm is the create mode's: kept only where it can be set */
 	time_t expiry;		/* absolute; applied at instantiation when nonzero */
 	struct timespec mtime, ctime;
-	kserial_t serial;	/* the key, once instantiated; 0 before.  NODE_ALIAS: the key it stands for */
-	bool unlinked;		/* removed before instantiation */
-	/* NODE_PENDING: who made it (pending.c).  The key is made with these
-	 * credentials, whoever writes it; taken counts removals and moves by
-	 * anyone else, which make the creator's open files fail at close. */
+	/* Who made it (pending.c).  The key is made with these credentials,
+	 * whoever writes it; taken counts removals and moves by anyone
+	 * else, which make the creator's open files fail at close. */
 	struct keyfs_cred creator;
 	gid_t *creator_groups;	/* owned (malloc'd, creator.ngroups of them) */
 	unsigned taken;
+};
+
+/* A node keyfs made up.  Owned by the node table.  Small: an instantiated
+ * entry stays as long as the kernel holds its inode. */
+struct node {
+	uint64_t ino;
+	uint64_t nlookup;	/* the kernel's references (lookup counts) */
+	struct node *hnext;	/* hash chain */
+	/* NODE_PENDING: the table's list of pending nodes (pruned lazily);
+	 * NODE_ALIAS and NODE_SEARCHTYPE: its list of the others */
+	struct node *knext;
+	/* NODE_PENDING until instantiated, and NODE_SEARCHTYPE; else NULL */
+	struct pending_key *pk;
+	/* NODE_PENDING: the key, once instantiated; 0 before.  NODE_ALIAS:
+	 * the key it stands for */
+	kserial_t serial;
+	uint8_t kind;		/* enum node_kind */
+	bool unlinked;		/* NODE_PENDING: removed before instantiation */
 };
 
 struct node_table;
@@ -106,6 +114,14 @@ void node_for_each_pending(struct node_table *t, kserial_t parent,
 /* Drop n references; frees the node when none are left and it is no
  * longer needed (a pending entry that was instantiated or unlinked). */
 void node_forget(struct node_table *t, uint64_t ino, uint64_t n);
+/* An instantiated entry's pending_key goes: only the key is left. */
+void node_instantiated(struct node *n, kserial_t serial);
+/* The removals and moves by others a pending entry has seen (0 once
+ * instantiated). */
+static inline unsigned pending_taken(const struct node *n)
+{
+	return n->pk ? n->pk->taken : 0;
+}
 /* Whether a pending node still stands for an entry of its own. */
 static inline bool node_pending_live(const struct node *n)
 {

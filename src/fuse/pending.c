@@ -19,7 +19,7 @@ static bool privileged(const struct keyfs_cred *c)
 
 static bool is_creator(const struct keyfs_cred *c, const struct node *n)
 {
-	return c->uid == n->creator.uid;
+	return c->uid == n->pk->creator.uid;
 }
 
 /* The keyring must take a change from c: a valid keyring c may write, as
@@ -45,25 +45,25 @@ int pending_info(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 {
 	struct key_info parent;
 	struct key_type_info ti;
-	int ret = n->perm_set ? 0 : keytype_info(ctx, n->type, &ti);
+	int ret = n->pk->perm_set ? 0 : keytype_info(ctx, n->pk->type, &ti);
 
 	if (ret < 0)
 		return ret;
 	memset(ki, 0, sizeof(*ki));
-	snprintf(ki->type, sizeof(ki->type), "%s", n->type);
-	snprintf(ki->desc, sizeof(ki->desc), "%s", n->desc);
-	ki->uid = n->uid;
-	ki->gid = n->gid;
+	snprintf(ki->type, sizeof(ki->type), "%s", n->pk->type);
+	snprintf(ki->desc, sizeof(ki->desc), "%s", n->pk->desc);
+	ki->uid = n->pk->uid;
+	ki->gid = n->pk->gid;
 	/* What add_key(2) will give the key, until the entry is given its own. */
-	ki->perm = n->perm_set ? n->perm : ti.default_perm;
+	ki->perm = n->pk->perm_set ? n->pk->perm : ti.default_perm;
 	ki->state = KEY_STATE_PENDING;
-	ki->expiry = n->expiry;
+	ki->expiry = n->pk->expiry;
 	ki->nlink = n->unlinked ? 0 : 1;
 	/* The key will be possessed by whoever possesses its keyring. */
-	ki->possessed = BACKEND_CALL(ctx, describe, c, n->parent, &parent) == 0 &&
+	ki->possessed = BACKEND_CALL(ctx, describe, c, n->pk->parent, &parent) == 0 &&
 			parent.possessed;
-	ki->mtime = n->mtime;
-	ki->ctime = n->ctime;
+	ki->mtime = n->pk->mtime;
+	ki->ctime = n->pk->ctime;
 	return 0;
 }
 
@@ -108,11 +108,11 @@ static int copy_groups(const struct keyfs_cred *c, gid_t **groupsp, int *ngp)
 static void set_creator(struct node *n, const struct keyfs_cred *c,
 			gid_t *groups, int ng)
 {
-	n->creator_groups = groups;
-	n->creator = *c;
-	n->creator.lazy = NULL;
-	n->creator.groups = groups;
-	n->creator.ngroups = ng;
+	n->pk->creator_groups = groups;
+	n->pk->creator = *c;
+	n->pk->creator.lazy = NULL;
+	n->pk->creator.groups = groups;
+	n->pk->creator.ngroups = ng;
 }
 
 int pending_create(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
@@ -145,10 +145,10 @@ int pending_create(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 		return -ENOMEM;
 	}
 	clock_gettime(CLOCK_REALTIME, &now);
-	n->parent = keyring;
-	n->uid = c->uid;
-	n->gid = c->gid;
-	n->mtime = n->ctime = now;
+	n->pk->parent = keyring;
+	n->pk->uid = c->uid;
+	n->pk->gid = c->gid;
+	n->pk->mtime = n->pk->ctime = now;
 	set_creator(n, c, groups, ng);
 	*out = n;
 	return 0;
@@ -166,7 +166,7 @@ int pending_may_write(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 
 static void changed(struct node *n)
 {
-	clock_gettime(CLOCK_REALTIME, &n->ctime);
+	clock_gettime(CLOCK_REALTIME, &n->pk->ctime);
 }
 
 int pending_setperm(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
@@ -175,14 +175,14 @@ int pending_setperm(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 	int ret = check_future(ctx, c, n, KEYFS_PERM_SETATTR);
 
 	if (ret == 0)
-		ret = perm_setperm_allowed(c, n->uid, privileged(c));
+		ret = perm_setperm_allowed(c, n->pk->uid, privileged(c));
 	if (ret == 0 && (perm & ~(uint32_t)0x3f3f3f3f))
 		ret = -EINVAL;
 	if (ret < 0)
 		return ret;
-	n->perm = perm;
-	n->perm_set = true;
-	n->perm_from_mode = false;
+	n->pk->perm = perm;
+	n->pk->perm_set = true;
+	n->pk->perm_from_mode = false;
 	changed(n);
 	return 0;
 }
@@ -196,13 +196,13 @@ int pending_chown(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 		return node_pending_live(n) ? 0 : -ENOENT;
 	ret = check_future(ctx, c, n, KEYFS_PERM_SETATTR);
 	if (ret == 0)
-		ret = perm_chown_allowed(c, n->uid, n->gid, uid, gid, privileged(c));
+		ret = perm_chown_allowed(c, n->pk->uid, n->pk->gid, uid, gid, privileged(c));
 	if (ret < 0)
 		return ret;
 	if (uid != (uid_t)-1)
-		n->uid = uid;
+		n->pk->uid = uid;
 	if (gid != (gid_t)-1)
-		n->gid = gid;
+		n->pk->gid = gid;
 	changed(n);
 	return 0;
 }
@@ -214,7 +214,7 @@ int pending_set_expiry(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 
 	if (ret < 0)
 		return ret;
-	n->expiry = expiry;
+	n->pk->expiry = expiry;
 	changed(n);
 	return 0;
 }
@@ -226,7 +226,7 @@ int pending_set_times(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 	 * c may touch the entry at all. */
 	if (!node_pending_live(n))
 		return -ENOENT;
-	if (c->uid == n->uid || privileged(c))
+	if (c->uid == n->pk->uid || privileged(c))
 		return 0;
 	return pending_may_write(ctx, c, n);
 }
@@ -234,7 +234,7 @@ int pending_set_times(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 static void taken_by(const struct keyfs_cred *c, struct node *n)
 {
 	if (!is_creator(c, n))
-		n->taken++;
+		n->pk->taken++;
 }
 
 int pending_unlink(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
@@ -244,7 +244,7 @@ int pending_unlink(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 
 	if (!node_pending_live(n))
 		return -ENOENT;
-	ret = keyring_writable(ctx, c, n->parent);
+	ret = keyring_writable(ctx, c, n->pk->parent);
 	if (ret < 0)
 		return ret;
 	taken_by(c, n);
@@ -275,39 +275,39 @@ void pending_renamed(const struct keyfs_cred *c, struct node *n)
 
 int pending_commit_check(const struct node *n, unsigned taken_at_open)
 {
-	return n->taken != taken_at_open ? -ENOENT : 0;
+	return n->pk->taken != taken_at_open ? -ENOENT : 0;
 }
 
 /* The key of n with its attributes: the backend calls of one create. */
 static int instantiate(struct keyfs_ctx *ctx, struct node *n,
 		       const void *buf, size_t len, kserial_t *out)
 {
-	const struct keyfs_cred *c = &n->creator;
+	const struct keyfs_cred *c = &n->pk->creator;
 	kserial_t serial;
 	time_t now = time(NULL);
 	int ret;
 
-	ret = BACKEND_CALL(ctx, add, c, n->type, n->desc, buf, len, n->parent,
+	ret = BACKEND_CALL(ctx, add, c, n->pk->type, n->pk->desc, buf, len, n->pk->parent,
 			   &serial);
 	if (ret < 0)
 		return ret;
 	/* The permission last: it may take setattr from the creator. */
-	if (n->uid != c->uid || n->gid != c->gid)
+	if (n->pk->uid != c->uid || n->pk->gid != c->gid)
 		ret = BACKEND_CALL(ctx, chown, c, serial,
-				   n->uid != c->uid ? n->uid : (uid_t)-1,
-				   n->gid != c->gid ? n->gid : (gid_t)-1);
-	if (ret == 0 && n->expiry)
+				   n->pk->uid != c->uid ? n->pk->uid : (uid_t)-1,
+				   n->pk->gid != c->gid ? n->pk->gid : (gid_t)-1);
+	if (ret == 0 && n->pk->expiry)
 		ret = BACKEND_CALL(ctx, set_timeout, c, serial,
-				   n->expiry > now ? (unsigned)(n->expiry - now) : 1);
-	if (ret == 0 && n->perm_set) {
-		ret = BACKEND_CALL(ctx, setperm, c, serial, n->perm);
+				   n->pk->expiry > now ? (unsigned)(n->pk->expiry - now) : 1);
+	if (ret == 0 && n->pk->perm_set) {
+		ret = BACKEND_CALL(ctx, setperm, c, serial, n->pk->perm);
 		/* A create mode the creator turns out unable to set (the key is
 		 * not possessed after all) leaves add_key's, as mkdir does. */
-		if (ret == -EACCES && n->perm_from_mode)
+		if (ret == -EACCES && n->pk->perm_from_mode)
 			ret = 0;
 	}
 	if (ret < 0) {
-		BACKEND_CALL(ctx, unlink, &ctx->mounter, serial, n->parent);
+		BACKEND_CALL(ctx, unlink, &ctx->mounter, serial, n->pk->parent);
 		return ret;
 	}
 	*out = serial;
@@ -331,7 +331,7 @@ int pending_instantiate(struct keyfs_ctx *ctx, struct node *n,
 		n->unlinked = true;
 		return ret;
 	}
-	n->serial = serial;
+	node_instantiated(n, serial);
 	*out = serial;
 	return 0;
 }

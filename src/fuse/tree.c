@@ -371,7 +371,7 @@ int tree_lookup(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 	case T_SEARCHDIR:
 		return lookup_searchtype(ctx, name, out);
 	case T_SEARCHTYPE:
-		return lookup_search(ctx, c, pt.node->type, name, out);
+		return lookup_search(ctx, c, pt.node->pk->type, name, out);
 	default:
 		return -ENOTDIR;
 	}
