@@ -64,6 +64,25 @@ sys.stdout.write(out.decode())
 	assert_equal "$(cat "$MNT/session/k")" hello
 }
 
+@test "the first open of a key since mounting reads from the page cache (no pages to drop)" {
+	if [[ $KEYFS_BACKEND == kernel ]]; then
+		keyctl add user fresh "made outside" @s >/dev/null
+	else
+		# a key from a store, never opened by this mount's daemon
+		keyfs_unmount
+		keyfs_mount -o "store=$BATS_TEST_TMPDIR/store.json"
+		printf %s "made outside" >"$MNT/session/fresh"
+		keyfs_unmount
+		keyfs_mount -o "store=$BATS_TEST_TMPDIR/store.json"
+	fi
+	# at once: only an open that reads from the cache maps shared
+	run shared_map "$MNT/session/fresh"
+	assert_output "made outside"
+	change "$MNT/session/fresh" changed
+	assert_equal "$(cat "$MNT/session/fresh")" changed
+	cached "$MNT/session/fresh" changed
+}
+
 @test "a change through keyfs is read by the next open, longer or shorter" {
 	change "$MNT/session/k" hello
 	cached "$MNT/session/k" hello

@@ -31,6 +31,9 @@ struct pc_entry {
 struct pagecache {
 	struct pc_entry *b[PC_BUCKETS];
 	size_t n;
+	/* Every inode ever opened has had an entry unless a sweep forgot
+	 * it: until then, an inode with no entry has no pages. */
+	bool swept;
 	/* Keyed, so the daemon holds no plain digest of a secret. */
 	unsigned char key[crypto_generichash_KEYBYTES];
 };
@@ -87,12 +90,18 @@ static void sweep(struct pagecache *pc)
 			free(e);
 			pc->n--;
 		}
+	pc->swept = true;
 }
 
-static struct pc_entry *get(struct pagecache *pc, uint64_t ino, bool make)
+/* ino's entry; with make, a new one if it has none, and *clean says
+ * whether the kernel can hold no page of it (never opened since mount). */
+static struct pc_entry *get(struct pagecache *pc, uint64_t ino, bool make,
+			    bool *clean)
 {
 	struct pc_entry **p = slot(pc, ino);
 
+	if (clean)
+		*clean = false;
 	if (*p || !make)
 		return *p;
 	if (pc->n >= PC_MAX) {
@@ -103,6 +112,8 @@ static struct pc_entry *get(struct pagecache *pc, uint64_t ino, bool make)
 	if (*p) {
 		(*p)->ino = ino;
 		pc->n++;
+		if (clean)
+			*clean = !pc->swept;
 	}
 	return *p;
 }
@@ -124,12 +135,22 @@ enum pagecache_mode pagecache_open(struct keyfs_ctx *ctx, uint64_t ino,
 {
 	struct pagecache *pc = ctx->pagecache;
 	unsigned char hash[PC_HASH];
-	struct pc_entry *e = pc ? get(pc, ino, true) : NULL;
-	bool same;
+	bool same, clean;
+	struct pc_entry *e = pc ? get(pc, ino, true, &clean) : NULL;
 
 	if (!e)
 		return PC_DIRECT;
 	crypto_generichash(hash, sizeof(hash), buf, len, pc->key, sizeof(pc->key));
+	if (clean) {
+		/* The first open of an inode: no pages to drop, nothing to
+		 * wait for (seq 0), so even the first cat is served from
+		 * the cache it fills. */
+		memcpy(e->hash, hash, PC_HASH);
+		e->len = len;
+		e->valid = true;
+		e->opens++;
+		return PC_CACHED;
+	}
 	same = e->valid && sodium_memcmp(hash, e->hash, PC_HASH) == 0;
 	if (e->opens && !same) {
 		/* Others read one version from the cache: a different one
@@ -140,7 +161,8 @@ enum pagecache_mode pagecache_open(struct keyfs_ctx *ctx, uint64_t ino,
 		e->foreign++;
 		return PC_FOREIGN;
 	}
-	if (same && !e->stale && !e->foreign && fs_notify_sent(ctx, e->seq)) {
+	if (same && !e->stale && !e->foreign &&
+	    (!e->seq || fs_notify_sent(ctx, e->seq))) {
 		e->opens++;
 		return PC_CACHED;
 	}
@@ -151,7 +173,7 @@ enum pagecache_mode pagecache_open(struct keyfs_ctx *ctx, uint64_t ino,
 
 enum pagecache_mode pagecache_writer(struct keyfs_ctx *ctx, uint64_t ino)
 {
-	struct pc_entry *e = ctx->pagecache ? get(ctx->pagecache, ino, true) : NULL;
+	struct pc_entry *e = ctx->pagecache ? get(ctx->pagecache, ino, true, NULL) : NULL;
 
 	if (!e)
 		return PC_DIRECT;
@@ -162,7 +184,7 @@ enum pagecache_mode pagecache_writer(struct keyfs_ctx *ctx, uint64_t ino)
 void pagecache_release(struct keyfs_ctx *ctx, uint64_t ino,
 		       enum pagecache_mode mode)
 {
-	struct pc_entry *e = ctx->pagecache ? get(ctx->pagecache, ino, false) : NULL;
+	struct pc_entry *e = ctx->pagecache ? get(ctx->pagecache, ino, false, NULL) : NULL;
 
 	if (!e || mode == PC_DIRECT)
 		return;
@@ -183,7 +205,7 @@ void pagecache_release(struct keyfs_ctx *ctx, uint64_t ino,
 
 void pagecache_changed(struct keyfs_ctx *ctx, uint64_t ino)
 {
-	struct pc_entry *e = ctx->pagecache ? get(ctx->pagecache, ino, false) : NULL;
+	struct pc_entry *e = ctx->pagecache ? get(ctx->pagecache, ino, false, NULL) : NULL;
 
 	if (!e)
 		return;
@@ -199,7 +221,7 @@ void pagecache_changed(struct keyfs_ctx *ctx, uint64_t ino)
 
 bool pagecache_size(struct keyfs_ctx *ctx, uint64_t ino, off_t *size)
 {
-	struct pc_entry *e = ctx->pagecache ? get(ctx->pagecache, ino, false) : NULL;
+	struct pc_entry *e = ctx->pagecache ? get(ctx->pagecache, ino, false, NULL) : NULL;
 
 	if (!e || !e->opens)
 		return false;
