@@ -162,7 +162,7 @@ static int describe_dead(struct keyfs_backend *b, const struct keyfs_cred *c,
 	if (k && k->desc && k->have_attr &&
 	    ((err == -EKEYREVOKED && k->dead == KEY_STATE_REVOKED) ||
 	     (err == -EKEYEXPIRED && k->dead == KEY_STATE_EXPIRED))) {
-		state = k->dead;
+		state = (enum key_state)k->dead;
 		pe = NULL;
 		goto answer;
 	}
@@ -198,7 +198,7 @@ static int describe_dead(struct keyfs_backend *b, const struct keyfs_cred *c,
 	if (!k->have_attr)
 		return err;
 	if (state == KEY_STATE_REVOKED || state == KEY_STATE_EXPIRED)
-		k->dead = state;
+		k->dead = (uint8_t)state;
 answer:
 	if (!is_mounter(b, c) &&
 	    perm_check(c, k->uid, k->gid, k->perm, false, KEYFS_PERM_VIEW) < 0)
@@ -311,8 +311,8 @@ static int kernel_describe(struct keyfs_backend *b, const struct keyfs_cred *c,
 		info.nlink = keyfs_is_keyring_type(k->type) ? 2 :
 			     k->nparents ? (unsigned)k->nparents : 1;
 	info.possessed = is_mounter(b, c);
-	info.mtime = k->mtime;
-	info.ctime = k->ctime;
+	info.mtime = kkey_ts(k->mtime_ns);
+	info.ctime = kkey_ts(k->ctime_ns);
 	*out = info;
 	return 0;
 }

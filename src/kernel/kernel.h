@@ -55,22 +55,28 @@ struct kidx {
 struct kkey {
 	struct kkey *next;		/* hash chain */
 	kserial_t serial;
-	char type[KEYFS_TYPE_MAX + 1];
-	char *desc;			/* NULL until the key is described */
-	bool have_attr;			/* uid, gid, perm as last described */
 	uid_t uid;
 	gid_t gid;
 	uint32_t perm;
-	struct timespec mtime, ctime;	/* CLOCK_REALTIME */
-	bool exact_expiry;		/* expiry was set through keyfs */
+	/* Once described, type points at one owned block "TYPE\0DESC\0"
+	 * and desc into it; before, type is "" (not owned) and desc NULL.
+	 * One block, no fixed type buffer: issue 10's bytes per key. */
+	const char *type;
+	const char *desc;
+	int64_t mtime_ns, ctime_ns;	/* CLOCK_REALTIME (kkey_ts) */
 	time_t expiry;
 	struct timespec expiry_set;	/* CLOCK_MONOTONIC, when it was */
-	bool positive;			/* seen instantiated, not negative: for good */
 	unsigned seen_gen;		/* kusers_gen when first seen */
-	enum key_state dead;		/* revoked or expired, as last seen */
-	kserial_t *parents;		/* keyrings seen linking it */
-	size_t nparents, aparents;
+	/* keyrings seen linking it: the first in parent1 (parents ==
+	 * &parent1 while aparents is 1), no allocation for most keys */
+	kserial_t parent1;
+	kserial_t *parents;
+	uint32_t nparents, aparents;
 	struct kidx *idx;		/* keyring: its index, or NULL */
+	uint8_t dead;			/* enum key_state: revoked or expired, as last seen */
+	bool have_attr:1;		/* uid, gid, perm as last described */
+	bool exact_expiry:1;		/* expiry was set through keyfs */
+	bool positive:1;		/* seen instantiated, not negative: for good */
 };
 
 enum proc_timeout { TMO_NONE, TMO_EXPIRED, TMO_SET };
@@ -166,6 +172,19 @@ static inline struct timespec real_now(void)
 
 	clock_gettime(CLOCK_REALTIME, &t);
 	return t;
+}
+
+static inline int64_t real_now_ns(void)
+{
+	struct timespec t = real_now();
+
+	return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+static inline struct timespec kkey_ts(int64_t ns)
+{
+	return (struct timespec){ .tv_sec = (time_t)(ns / 1000000000),
+				  .tv_nsec = (long)(ns % 1000000000) };
 }
 
 static inline double age_of(const struct timespec *t)

@@ -58,7 +58,10 @@ struct kkey *kkey_make(struct keyfs_backend *b, kserial_t s)
 		return NULL;
 	k->serial = s;
 	k->seen_gen = b->kusers_gen;
-	k->mtime = k->ctime = real_now();
+	k->mtime_ns = k->ctime_ns = real_now_ns();
+	k->type = "";
+	k->parents = &k->parent1;
+	k->aparents = 1;
 	i = hash_serial(s, b->nslots);
 	k->next = b->slots[i];
 	b->slots[i] = k;
@@ -69,8 +72,10 @@ struct kkey *kkey_make(struct keyfs_backend *b, kserial_t s)
 void kkey_free(struct kkey *k)
 {
 	kidx_free(k->idx);
-	free(k->parents);
-	free(k->desc);
+	if (k->parents != &k->parent1)
+		free(k->parents);
+	if (k->desc)
+		free((char *)k->type);
 	free(k);
 }
 
@@ -94,13 +99,13 @@ void kkey_drop(struct keyfs_backend *b, kserial_t s)
 void kkey_touch_payload(struct kkey *k)
 {
 	if (k)
-		k->mtime = k->ctime = real_now();
+		k->mtime_ns = k->ctime_ns = real_now_ns();
 }
 
 void kkey_touch_change(struct kkey *k)
 {
 	if (k)
-		k->ctime = real_now();
+		k->ctime_ns = real_now_ns();
 }
 
 int kkey_parent_add(struct kkey *k, kserial_t ring)
@@ -111,11 +116,14 @@ int kkey_parent_add(struct kkey *k, kserial_t ring)
 		if (k->parents[i] == ring)
 			return 0;
 	if (k->nparents == k->aparents) {
-		size_t n = k->aparents ? k->aparents * 2 : 4;
+		bool inline1 = k->parents == &k->parent1;
+		uint32_t n = inline1 ? 4 : k->aparents * 2;
 
-		p = realloc(k->parents, n * sizeof(*p));
+		p = realloc(inline1 ? NULL : k->parents, n * sizeof(*p));
 		if (!p)
 			return -ENOMEM;
+		if (inline1)
+			p[0] = k->parent1;
 		k->parents = p;
 		k->aparents = n;
 	}
@@ -138,28 +146,32 @@ void kkey_parent_del(struct kkey *k, kserial_t ring)
  * a change of uid, gid or perm seen here is a change of the key. */
 int kkey_note(struct kkey *k, const char *type, const char *desc)
 {
+	size_t tlen = strlen(type), dlen = strlen(desc);
 	char *copy;
 
 	if (k->desc && strcmp(k->type, type) == 0 && strcmp(k->desc, desc) == 0)
 		return 0;
-	if (strlen(type) > KEYFS_TYPE_MAX)
+	if (tlen > KEYFS_TYPE_MAX)
 		return -EINVAL;
-	copy = strdup(desc);
+	copy = malloc(tlen + dlen + 2);
 	if (!copy)
 		return -ENOMEM;
+	memcpy(copy, type, tlen + 1);
+	memcpy(copy + tlen + 1, desc, dlen + 1);
 	if (k->desc) {
 		k->have_attr = false;
 		k->exact_expiry = false;
 		k->positive = false;
 		k->dead = KEY_STATE_VALID;
 		k->nparents = 0;
-		k->mtime = k->ctime = real_now();
+		k->mtime_ns = k->ctime_ns = real_now_ns();
 		kidx_free(k->idx);
 		k->idx = NULL;
 	}
-	free(k->desc);
-	k->desc = copy;
-	strcpy(k->type, type);
+	if (k->desc)
+		free((char *)k->type);
+	k->type = copy;
+	k->desc = copy + tlen + 1;
 	return 0;
 }
 
