@@ -350,11 +350,10 @@ int tree_lookup(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 	case T_KEY:
 		if (pt.serial == ctx->root_key && strcmp(name, ".keyfs") == 0)
 			return tree_node(ctx, INO_CTLDIR, out);
-		ret = tree_key_is_keyring(ctx, c, pt.serial);
-		/* search without view is enough to look in a keyring, as for
-		 * keyctl search: the find says whether it is one */
-		if (ret < 0 && ret != -EACCES)
-			return ret;
+		/* The find says whether it is a keyring (ENOTDIR) and
+		 * whether it may be searched (search without view is enough,
+		 * as for keyctl search): no describe of it first, which on
+		 * the kernel backend was two keyctl calls per lookup. */
 		return lookup_in_keyring(ctx, c, pt.serial, name, out);
 	case T_BYID:
 		if (ctx->root_key)

@@ -544,6 +544,8 @@ int kernel_find(struct keyfs_backend *b, const struct keyfs_cred *c,
 	}
 	if (ret < 0)
 		return ret;
+	if (!keyfs_is_keyring_type(r->type))
+		return -ENOTDIR;
 	ret = perm_check(c, r->uid, r->gid, r->perm, is_mounter(b, c),
 			 KEYFS_PERM_SEARCH);
 	if (ret < 0)
