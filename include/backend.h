@@ -101,6 +101,12 @@ struct keyfs_backend_ops {
 	 * is what read would give (0 for unreadable types). */
 	int (*describe)(struct keyfs_backend *b, const struct keyfs_cred *c,
 			kserial_t key, struct key_info *out);
+	/* As describe, without the size (0): for a caller that reads the
+	 * payload next, which tells it (an open).  Optional: where a size
+	 * costs nothing, describe serves. */
+	int (*describe_nosize)(struct keyfs_backend *b,
+			       const struct keyfs_cred *c, kserial_t key,
+			       struct key_info *out);
 	/* The payload; *buf_alloc is malloc'd, the caller wipes and frees it.
 	 * Needs read (or search, for a possessor).  Keyrings read as an array
 	 * of serials, as keyctl_read gives them. */

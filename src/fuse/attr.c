@@ -8,6 +8,20 @@
 #include "pending.h"
 #include "perm.h"
 
+/* A key's description for an open, which reads the payload next: where
+ * the backend can, without asking the size (a keyctl call on the kernel
+ * backend). */
+int attr_key_info_nosize(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
+			 const struct tnode *tn, struct key_info *ki)
+{
+	kserial_t serial = tn->kind == T_KEY ? tn->serial :
+			   tn->kind == T_PENDING && tn->node->serial ? tn->node->serial : 0;
+
+	if (serial && ctx->ops->describe_nosize)
+		return BACKEND_CALL(ctx, describe_nosize, c, serial, ki);
+	return attr_key_info(ctx, c, tn, ki);
+}
+
 int attr_key_info(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 		  const struct tnode *tn, struct key_info *ki)
 {

@@ -225,7 +225,7 @@ static long key_size(struct keyfs_backend *b, const struct keyfs_cred *c,
 }
 
 static int describe_live(struct keyfs_backend *b, const struct keyfs_cred *c,
-			 struct kkey *k, struct key_info *out)
+			 struct kkey *k, bool want_size, struct key_info *out)
 {
 	kserial_t serial = k->serial;
 	struct pent *pe;
@@ -265,7 +265,7 @@ static int describe_live(struct keyfs_backend *b, const struct keyfs_cred *c,
 		else
 			k->positive = true;
 	}
-	size = out->state != KEY_STATE_VALID ? 0 : key_size(b, c, k);
+	size = out->state != KEY_STATE_VALID || !want_size ? 0 : key_size(b, c, k);
 	if (size == -ENOKEY)
 		out->state = KEY_STATE_NEGATIVE;
 	out->expiry = key_expiry(b, k, pe, out->state);
@@ -284,8 +284,8 @@ static int describe_live(struct keyfs_backend *b, const struct keyfs_cred *c,
 	return 0;
 }
 
-static int kernel_describe(struct keyfs_backend *b, const struct keyfs_cred *c,
-			   kserial_t key, struct key_info *out)
+static int describe_key(struct keyfs_backend *b, const struct keyfs_cred *c,
+			kserial_t key, bool want_size, struct key_info *out)
 {
 	struct key_info info;
 	struct kkey *k = NULL;
@@ -293,7 +293,7 @@ static int kernel_describe(struct keyfs_backend *b, const struct keyfs_cred *c,
 
 	ret = kkey_learn(b, c, key, &k);
 	if (ret == 0)
-		ret = describe_live(b, c, k, &info);
+		ret = describe_live(b, c, k, want_size, &info);
 	else
 		ret = describe_dead(b, c, key, ret, &info);
 	if (ret < 0)
@@ -315,6 +315,20 @@ static int kernel_describe(struct keyfs_backend *b, const struct keyfs_cred *c,
 	info.ctime = kkey_ts(k->ctime_ns);
 	*out = info;
 	return 0;
+}
+
+static int kernel_describe(struct keyfs_backend *b, const struct keyfs_cred *c,
+			   kserial_t key, struct key_info *out)
+{
+	return describe_key(b, c, key, true, out);
+}
+
+/* The size is a keyctl call of its own; an open reads the payload next. */
+static int kernel_describe_nosize(struct keyfs_backend *b,
+				  const struct keyfs_cred *c, kserial_t key,
+				  struct key_info *out)
+{
+	return describe_key(b, c, key, false, out);
 }
 
 /* ---- reading and listing ---- */
@@ -382,6 +396,7 @@ const struct keyfs_backend_ops backend_kernel_ops = {
 	.special		= kernel_special,
 	.persistent		= kernel_persistent,
 	.describe		= kernel_describe,
+	.describe_nosize	= kernel_describe_nosize,
 	.read			= kernel_read,
 	.list			= kernel_list,
 	.find			= kernel_find,
