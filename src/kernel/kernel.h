@@ -100,6 +100,7 @@ struct pcache {
 	struct pent **slots;
 	size_t nslots;
 	struct timespec when;		/* CLOCK_MONOTONIC */
+	double cost;			/* seconds the reading took */
 	bool valid;
 };
 

@@ -172,6 +172,7 @@ static int kproc_read(struct keyfs_backend *b, char **text_alloc)
 	if (ret < 0)
 		return ret;
 	ret = pcache_fill(&b->proc, text, when);
+	b->proc.cost = age_of(&when);
 	if (ret < 0 || !text_alloc)
 		free(text);
 	else
@@ -189,6 +190,11 @@ static int kproc_read(struct keyfs_backend *b, char **text_alloc)
  * backend's own to read the file anew, off the request path.
  */
 #define PROC_KEYS_MIN_AGE	1.0
+/* ... and a parse is kept at least this many times as long as it took to
+ * make, so that the thread takes at most a twentieth of one CPU however
+ * many keys the system has (10,000 keys: about 15 ms, so once a second;
+ * 100,000: every few seconds). */
+#define PROC_KEYS_COST_FACTOR	20.0
 
 struct prefresh {
 	pthread_t thread;
@@ -233,6 +239,7 @@ static void *refresh_run(void *arg)
 		if (slurp(PROC_KEYS, &text, NULL) == 0) {
 			pcache_fill(&pc, text, when);
 			free(text);
+			pc.cost = age_of(&when);
 		}
 		pthread_mutex_lock(&r->mu);
 		pcache_free(&r->next);
@@ -288,8 +295,11 @@ void kproc_stop(struct keyfs_backend *b)
 
 static double proc_max_age(const struct keyfs_backend *b)
 {
-	return b->cache_timeout > PROC_KEYS_MIN_AGE ?
-	       b->cache_timeout : PROC_KEYS_MIN_AGE;
+	double age = b->cache_timeout > PROC_KEYS_MIN_AGE ?
+		     b->cache_timeout : PROC_KEYS_MIN_AGE;
+	double dear = b->proc.cost * PROC_KEYS_COST_FACTOR;
+
+	return dear > age ? dear : age;
 }
 
 /* Take the thread's latest parse, if newer; ask for another when the one
