@@ -25,13 +25,16 @@ struct node_table {
 	size_t nbucket, nnode;
 	struct keyref **keyref;
 	size_t nkeyref_slot, nkeyref;
-	struct node *others;	/* the NODE_ALIAS and NODE_SEARCHTYPE nodes:
-				 * few, walked by renames and searches */
-	/* The pending nodes that may still be live, so that looking a name up
-	 * does not walk every node: an instantiated entry stays in the table
-	 * as long as the kernel holds its inode (100,000 creates leave 100,000
-	 * of them).  A node leaves this list once it is no longer live, which
-	 * it never becomes again; the walks below drop such nodes. */
+	/* The NODE_ALIAS and NODE_SEARCHTYPE nodes: few, walked by renames
+	 * and searches; unordered. */
+	struct node **others;
+	size_t nothers, othcap;
+	/* The pending nodes that may still be live (linked through their
+	 * pending_key), so that looking a name up does not walk every node:
+	 * an instantiated entry stays in the table as long as the kernel
+	 * holds its inode (100,000 creates leave 100,000 of them), and
+	 * leaves this list when it is instantiated; an unlinked one is
+	 * dropped by the walks below. */
 	struct node *pending;
 	uint64_t next_ino;
 };
@@ -98,8 +101,19 @@ static void node_free(struct node *n)
 	free(n);
 }
 
-void node_instantiated(struct node *n, kserial_t serial)
+/* Take n off the pending list (it links through n->pk). */
+static void pending_unlist(struct node_table *t, struct node *n)
 {
+	for (struct node **pp = &t->pending; *pp; pp = &(*pp)->pk->pnext)
+		if (*pp == n) {
+			*pp = n->pk->pnext;
+			return;
+		}
+}
+
+void node_instantiated(struct node_table *t, struct node *n, kserial_t serial)
+{
+	pending_unlist(t, n);
 	n->serial = serial;
 	pending_key_free(n->pk);
 	n->pk = NULL;
@@ -123,6 +137,7 @@ void node_table_free(struct node_table *t)
 		}
 	free(t->bucket);
 	free(t->keyref);
+	free(t->others);
 	free(t);
 }
 
@@ -136,22 +151,32 @@ struct node *node_get(struct node_table *t, uint64_t ino)
 	return NULL;
 }
 
-static void node_hash(struct node_table *t, struct node *n)
+/* Into the table, and into the pending list or the others; -ENOMEM. */
+static int node_hash(struct node_table *t, struct node *n)
 {
 	size_t b;
 
+	if (n->kind != NODE_PENDING && t->nothers == t->othcap) {
+		size_t cap = t->othcap ? t->othcap * 2 : 16;
+		struct node **v = realloc(t->others, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		t->others = v;
+		t->othcap = cap;
+	}
 	nodes_grow(t);
 	b = slot_of(n->ino, t->nbucket);
 	n->hnext = t->bucket[b];
 	t->bucket[b] = n;
 	t->nnode++;
 	if (n->kind == NODE_PENDING) {
-		n->knext = t->pending;
+		n->pk->pnext = t->pending;
 		t->pending = n;
 	} else {
-		n->knext = t->others;
-		t->others = n;
+		t->others[t->nothers++] = n;
 	}
+	return 0;
 }
 
 struct node *node_new(struct node_table *t, enum node_kind kind,
@@ -171,7 +196,10 @@ struct node *node_new(struct node_table *t, enum node_kind kind,
 		}
 	}
 	n->ino = t->next_ino++;
-	node_hash(t, n);
+	if (node_hash(t, n) < 0) {
+		node_free(n);
+		return NULL;
+	}
 	return n;
 }
 
@@ -250,9 +278,9 @@ void node_renamed(struct node_table *t, uint64_t ino, kserial_t from,
 
 	/* Inodes that stood for from (earlier renames onto it) follow its
 	 * payload: the kernel moved their names along with it. */
-	for (n = t->others; n; n = n->knext)
-		if (n->kind == NODE_ALIAS && n->serial == from)
-			n->serial = to;
+	for (size_t i = 0; i < t->nothers; i++)
+		if (t->others[i]->kind == NODE_ALIAS && t->others[i]->serial == from)
+			t->others[i]->serial = to;
 	if (!gone)
 		return;
 	n = node_get(t, ino);
@@ -270,8 +298,11 @@ void node_renamed(struct node_table *t, uint64_t ino, kserial_t from,
 	n->ino = ino;
 	n->serial = to;
 	n->nlookup = (*pp)->nlookup;	/* the count moves to the alias */
+	if (node_hash(t, n) < 0) {
+		free(n);	/* the keyref keeps the count */
+		return;
+	}
 	keyref_forget(t, ino, n->nlookup);
-	node_hash(t, n);
 }
 
 struct node *node_find_pending(struct node_table *t, kserial_t parent,
@@ -279,29 +310,30 @@ struct node *node_find_pending(struct node_table *t, kserial_t parent,
 {
 	for (struct node **pp = &t->pending, *n; (n = *pp);) {
 		if (!node_pending_live(n)) {
-			*pp = n->knext;		/* instantiated or unlinked */
+			*pp = n->pk->pnext;	/* unlinked */
 			continue;
 		}
 		if (n->pk->parent == parent && strcmp(n->pk->type, type) == 0 &&
 		    strcmp(n->pk->desc, desc) == 0)
 			return n;
-		pp = &n->knext;
+		pp = &n->pk->pnext;
 	}
 	return NULL;
 }
 
 struct node *node_find_searchtype(struct node_table *t, const char *type)
 {
-	for (struct node *n = t->others; n; n = n->knext)
-		if (n->kind == NODE_SEARCHTYPE && strcmp(n->pk->type, type) == 0)
-			return n;
+	for (size_t i = 0; i < t->nothers; i++)
+		if (t->others[i]->kind == NODE_SEARCHTYPE &&
+		    strcmp(t->others[i]->pk->type, type) == 0)
+			return t->others[i];
 	return NULL;
 }
 
 void node_for_each_pending(struct node_table *t, kserial_t parent,
 			   void (*fn)(struct node *n, void *arg), void *arg)
 {
-	for (struct node *n = t->pending; n; n = n->knext)
+	for (struct node *n = t->pending; n; n = n->pk->pnext)
 		if (node_pending_live(n) && n->pk->parent == parent)
 			fn(n, arg);
 }
@@ -316,10 +348,14 @@ static void node_unhash(struct node_table *t, struct node *n)
 			t->nnode--;
 			break;
 		}
-	for (pp = n->kind == NODE_PENDING ? &t->pending : &t->others; *pp;
-	     pp = &(*pp)->knext)
-		if (*pp == n) {
-			*pp = n->knext;
+	if (n->kind == NODE_PENDING) {
+		if (n->pk)
+			pending_unlist(t, n);
+		return;
+	}
+	for (size_t i = 0; i < t->nothers; i++)
+		if (t->others[i] == n) {
+			t->others[i] = t->others[--t->nothers];
 			break;
 		}
 }

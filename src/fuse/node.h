@@ -47,6 +47,7 @@ enum node_kind {
  * freed: 100,000 creates must not keep 100,000 of these, issue 10); a
  * NODE_SEARCHTYPE node keeps only its type here.  Owned by its node. */
 struct pending_key {
+	struct node *pnext;	/* NODE_PENDING: the table's list of them */
 	char *type;		/* owned */
 	char *desc;		/* owned; NODE_PENDING only */
 	kserial_t parent;	/* the keyring it will be linked into */
@@ -65,15 +66,12 @@ struct pending_key {
 	unsigned taken;
 };
 
-/* A node keyfs made up.  Owned by the node table.  Small: an instantiated
- * entry stays as long as the kernel holds its inode. */
+/* A node keyfs made up.  Owned by the node table.  Small (40 bytes): an
+ * instantiated entry stays as long as the kernel holds its inode. */
 struct node {
 	uint64_t ino;
 	uint64_t nlookup;	/* the kernel's references (lookup counts) */
 	struct node *hnext;	/* hash chain */
-	/* NODE_PENDING: the table's list of pending nodes (pruned lazily);
-	 * NODE_ALIAS and NODE_SEARCHTYPE: its list of the others */
-	struct node *knext;
 	/* NODE_PENDING until instantiated, and NODE_SEARCHTYPE; else NULL */
 	struct pending_key *pk;
 	/* NODE_PENDING: the key, once instantiated; 0 before.  NODE_ALIAS:
@@ -115,7 +113,7 @@ void node_for_each_pending(struct node_table *t, kserial_t parent,
  * longer needed (a pending entry that was instantiated or unlinked). */
 void node_forget(struct node_table *t, uint64_t ino, uint64_t n);
 /* An instantiated entry's pending_key goes: only the key is left. */
-void node_instantiated(struct node *n, kserial_t serial);
+void node_instantiated(struct node_table *t, struct node *n, kserial_t serial);
 /* The removals and moves by others a pending entry has seen (0 once
  * instantiated). */
 static inline unsigned pending_taken(const struct node *n)

@@ -331,7 +331,7 @@ int pending_instantiate(struct keyfs_ctx *ctx, struct node *n,
 		n->unlinked = true;
 		return ret;
 	}
-	node_instantiated(n, serial);
+	node_instantiated(ctx->nodes, n, serial);
 	*out = serial;
 	return 0;
 }

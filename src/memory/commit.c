@@ -36,7 +36,7 @@ static bool is_top(const struct keyfs_backend *b, const struct mkey *k)
  * up k's parents, so it costs k's ancestors, not the store. */
 static bool reachable(struct keyfs_backend *b, struct mkey *k)
 {
-	unsigned long stamp = ++b->stamp;
+	unsigned long stamp = mem_stamp(b);
 	struct mkey *tail = k;
 
 	k->walk_stamp = stamp;
@@ -45,7 +45,7 @@ static bool reachable(struct keyfs_backend *b, struct mkey *k)
 		if (is_top(b, q))
 			return true;
 		for (size_t i = 0; i < q->nparents; i++) {
-			struct mkey *p = q->parents[i];
+			struct mkey *p = mkey_parents(q)[i];
 
 			if (p->walk_stamp == stamp)
 				continue;

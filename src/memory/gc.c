@@ -14,7 +14,7 @@ void mem_gc(struct keyfs_backend *b)
 
 	if (!b->gc_next || now < b->gc_next)
 		return;
-	mark = ++b->stamp;
+	mark = mem_stamp(b);
 	for (size_t i = 0; i < b->tcap; i++)
 		for (struct mkey *k = b->table[i]; k; k = k->hnext) {
 			time_t due = k->expiry + b->gc_delay;

@@ -17,21 +17,16 @@ static int image_mark_unsaved(struct keyfs_backend *b, struct mkey **keys,
 	struct mkey *tops[] = { b->session, b->user, b->user_session,
 				b->persistent };
 	struct mkey **queue;
-	bool *seen;
 	size_t head = 0, tail = 0;
+	uint32_t stamp;
 
 	queue = malloc((b->nkeys ? b->nkeys : 1) * sizeof(*queue));
-	seen = calloc(b->nkeys ? b->nkeys : 1, sizeof(*seen));
-	if (!queue || !seen) {
-		free(queue);
-		free(seen);
+	if (!queue)
 		return -ENOMEM;
-	}
-	for (size_t i = 0; i < b->nkeys; i++)
-		keys[i]->walk_depth = (int)i;	/* borrowed as an index */
+	stamp = mem_stamp(b);	/* a key reached is marked with it */
 	for (size_t i = 0; i < sizeof(tops) / sizeof(tops[0]); i++)
-		if (tops[i] && !seen[tops[i]->walk_depth]) {
-			seen[tops[i]->walk_depth] = true;
+		if (tops[i] && tops[i]->walk_stamp != stamp) {
+			tops[i]->walk_stamp = stamp;
 			queue[tail++] = tops[i];
 		}
 	while (head < tail) {
@@ -40,17 +35,14 @@ static int image_mark_unsaved(struct keyfs_backend *b, struct mkey **keys,
 		for (size_t i = 0; k->ring && i < k->ring->nlinks; i++) {
 			struct mkey *ch = k->ring->links[i];
 
-			if (!seen[ch->walk_depth]) {
-				seen[ch->walk_depth] = true;
+			if (ch->walk_stamp != stamp) {
+				ch->walk_stamp = stamp;
 				queue[tail++] = ch;
 			}
 		}
 	}
-	for (size_t i = 0; i < b->nkeys; i++) {
-		img->keys[i].unsaved = !seen[i];
-		keys[i]->walk_depth = 0;
-	}
-	free(seen);
+	for (size_t i = 0; i < b->nkeys; i++)
+		img->keys[i].unsaved = keys[i]->walk_stamp != stamp;
 	free(queue);
 	return 0;
 }
@@ -442,7 +434,7 @@ void mem_stored_reset(struct keyfs_backend *b)
 {
 	struct mkey *tops[] = { b->session, b->user, b->user_session,
 				b->persistent };
-	unsigned long stamp = ++b->stamp;
+	unsigned long stamp = mem_stamp(b);
 	struct mkey *head = NULL, *tail = NULL;
 
 	for (size_t i = 0; i < sizeof(tops) / sizeof(tops[0]); i++) {

@@ -219,10 +219,21 @@ static int serial_alloc(struct keyfs_backend *b, kserial_t *out)
 	return 0;
 }
 
+uint32_t mem_stamp(struct keyfs_backend *b)
+{
+	if (++b->stamp == 0) {
+		for (size_t i = 0; i < b->tcap; i++)
+			for (struct mkey *k = b->table[i]; k; k = k->hnext)
+				k->walk_stamp = 0;
+		b->stamp = 1;
+	}
+	return b->stamp;
+}
+
 void mem_key_free(struct mkey *k)
 {
-	if (k->parents != &k->parent1)
-		free(k->parents);
+	if (k->pcap > 1)
+		free(k->par.many);
 	free(k);
 }
 
@@ -235,7 +246,6 @@ struct mkey *mem_key_alloc(const struct mkey_type *type, const char *desc)
 		return NULL;
 	memcpy(k->desc, desc, dlen);
 	k->type = type;
-	k->parents = &k->parent1;
 	k->pcap = 1;
 	return k;
 }

@@ -24,7 +24,7 @@ void mem_unlink_one(struct keyfs_backend *b, struct mkey *keyring,
 void mem_unlink_all(struct keyfs_backend *b, struct mkey *key)
 {
 	while (key->nparents)
-		mem_unlink_one(b, key->parents[key->nparents - 1], key);
+		mem_unlink_one(b, mkey_parents(key)[key->nparents - 1], key);
 }
 
 /* ---- linking ---- */
@@ -97,7 +97,7 @@ int mem_link_prepare(struct keyfs_backend *b, struct mkey *keyring,
 	if (mem_is_keyring(key)) {
 		if (key == keyring)
 			return -EDEADLK;
-		ret = cycle_walk(b, key, keyring, 0, ++b->stamp);
+		ret = cycle_walk(b, key, keyring, 0, mem_stamp(b));
 		if (ret < 0)
 			return ret;
 	}
@@ -194,7 +194,7 @@ static int search_top(struct keyfs_backend *b, struct msearch *s,
 	if (!mem_search_ok(s->c, top, s->possessed))
 		return -EACCES;
 	s->err = -EAGAIN;
-	s->stamp = ++b->stamp;
+	s->stamp = mem_stamp(b);
 	/* The keyring itself is a candidate; skipped, it ends the search. */
 	if (top->type == s->type && top->type->match(top, s->desc))
 		return search_candidate(s, top) ? 0 : s->err;

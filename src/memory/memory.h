@@ -121,6 +121,7 @@ struct mkey {
 	uint32_t datalen;	/* the payload's quota charge (kernel: datalen) */
 	uint32_t charged;	/* bytes currently charged to the owner */
 	int16_t reject_error;	/* negative: what it answers (an errno) */
+	int8_t walk_depth;	/* marks of the backend's traversals */
 	bool revoked:1;
 	bool negative:1;	/* answers -reject_error */
 	bool in_quota:1;	/* charged to its owner (not the user keyrings) */
@@ -130,19 +131,21 @@ struct mkey {
 	bool on_dead:1;
 	struct mring *ring;	/* keyrings only */
 
-	/* The keyrings linking it, unordered.  Most keys have one parent,
-	 * so the first lives in parent1 (parents == &parent1 while pcap is
-	 * 1): a key costs no second allocation. */
-	struct mkey **parents;
-	struct mkey *parent1;
-	uint32_t nparents, pcap;
+	/* The keyrings linking it, unordered (mkey_parents).  Most keys
+	 * have one parent, so while pcap is 1 it is held in place (one):
+	 * a key costs no second allocation. */
+	union {
+		struct mkey *one;
+		struct mkey **many;
+	} par;
+	uint32_t nparents;
+	uint32_t walk_stamp;	/* marks of the backend's traversals (mem_stamp) */
 
 	struct mkey *hnext;	/* serial table chain */
 	struct mkey *dead_next;	/* reap list */
 	struct mkey *qnext;	/* traversal queue */
-	unsigned long walk_stamp;	/* marks of the backend's traversals */
-	int walk_depth;
 	unsigned track_idx;	/* tracked: its entry in the backend's track */
+	uint32_t pcap;
 	/* Allocated with the key (mem_key_alloc): a key's description never
 	 * changes, and one block per key keeps the model small (issue 10). */
 	char desc[];
@@ -196,7 +199,7 @@ struct keyfs_backend {
 	unsigned long maxkeys, maxbytes, root_maxkeys, root_maxbytes;
 	unsigned gc_delay, persistent_expiry;
 
-	unsigned long stamp;		/* counts traversals */
+	uint32_t stamp;			/* counts traversals (mem_stamp) */
 
 	struct store_file *sf;		/* with a store: its journal */
 	bool tracking;			/* sf, and the model is loaded */
@@ -364,6 +367,17 @@ void mem_gc_schedule(struct keyfs_backend *b, time_t expiry);
 /* A new key of no one's, not yet in the table (free it with mem_key_free
  * until mem_key_register), or NULL. */
 struct mkey *mem_key_alloc(const struct mkey_type *type, const char *desc);
+
+/* The keyrings linking k (k->nparents of them). */
+static inline struct mkey **mkey_parents(const struct mkey *k)
+{
+	/* the key is const to its readers; its parents are not */
+	return k->pcap == 1 ? (struct mkey **)&k->par.one : k->par.many;
+}
+
+/* A new traversal's mark: keys whose walk_stamp equals it were reached by
+ * this traversal.  After 2^32 traversals every mark is cleared. */
+uint32_t mem_stamp(struct keyfs_backend *b);
 /* Free a key no table, keyring or owner knows of; its payload is the
  * type's to destroy first. */
 void mem_key_free(struct mkey *k);

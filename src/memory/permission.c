@@ -41,7 +41,7 @@ static bool poss_climb(struct keyfs_backend *b, const struct keyfs_cred *c,
 		       const struct mkey *from, struct poss_set *s)
 {
 	for (size_t p = 0; p < from->nparents; p++) {
-		struct mkey *up = from->parents[p];
+		struct mkey *up = mkey_parents(from)[p];
 
 		if (!poss_passable(c, up) || poss_seen(s->keys, s->n, up))
 			continue;

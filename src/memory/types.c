@@ -262,15 +262,15 @@ int mring_reserve(struct mkey *keyring, struct mkey *child)
 		return -ENOMEM;
 	if (child->nparents + 1 > child->pcap) {
 		uint32_t cap = child->pcap * 2;
-		bool inline1 = child->parents == &child->parent1;
-		struct mkey **p = realloc(inline1 ? NULL : child->parents,
+		bool inline1 = child->pcap == 1;
+		struct mkey **p = realloc(inline1 ? NULL : child->par.many,
 					  cap * sizeof(*p));
 
 		if (!p)
 			return -ENOMEM;
 		if (inline1)
-			p[0] = child->parent1;
-		child->parents = p;
+			p[0] = child->par.one;
+		child->par.many = p;
 		child->pcap = cap;
 	}
 	return 0;
@@ -279,8 +279,8 @@ int mring_reserve(struct mkey *keyring, struct mkey *child)
 static void parent_remove(struct mkey *child, struct mkey *keyring)
 {
 	for (size_t i = 0; i < child->nparents; i++)
-		if (child->parents[i] == keyring) {
-			child->parents[i] = child->parents[--child->nparents];
+		if (mkey_parents(child)[i] == keyring) {
+			mkey_parents(child)[i] = mkey_parents(child)[--child->nparents];
 			return;
 		}
 }
@@ -319,7 +319,7 @@ struct mkey *mring_link(struct mkey *keyring, struct mkey *child)
 	if (old == child)
 		return NULL;
 	r->index[slot] = child;
-	child->parents[child->nparents++] = keyring;
+	mkey_parents(child)[child->nparents++] = keyring;
 	r->nrings += mem_is_keyring(child);
 	if (old) {
 		r->nrings -= mem_is_keyring(old);
