@@ -183,13 +183,13 @@ static int describe_dead(struct keyfs_backend *b, const struct keyfs_cred *c,
 		return err;
 	if (!k || !k->desc)
 		return err;
-	if (pe && pe->flags[6] == 'i')
+	if (pe && (pe->flags & PENT_INVALIDATED))
 		state = KEY_STATE_INVALIDATED;
 	else if (err == -EKEYREVOKED)
 		state = KEY_STATE_REVOKED;
 	else if (err == -EKEYEXPIRED)
 		state = KEY_STATE_EXPIRED;
-	else if (pe && pe->flags[5] == 'N')
+	else if (pe && (pe->flags & PENT_NEGATIVE))
 		state = KEY_STATE_NEGATIVE;
 	else
 		return err;
@@ -249,9 +249,9 @@ static int describe_live(struct keyfs_backend *b, const struct keyfs_cred *c,
 			kproc_fresh(b, true);	/* newer than the last parse */
 		pe = kproc_find(b, serial);
 		if (pe) {
-			if (pe->flags[5] == 'N')
+			if (pe->flags & PENT_NEGATIVE)
 				out->state = KEY_STATE_NEGATIVE;
-			else if (pe->flags[0] != 'I')
+			else if (!(pe->flags & PENT_INSTANTIATED))
 				out->state = KEY_STATE_PENDING;
 		} else {
 			out->state = KEY_STATE_PENDING;

@@ -81,23 +81,31 @@ struct kkey {
 
 enum proc_timeout { TMO_NONE, TMO_EXPIRED, TMO_SET };
 
-/* One line of /proc/keys. */
+/* One line of /proc/keys: one per key on the system, so kept small (40
+ * bytes). */
 struct pent {
-	struct pent *next;
+	time_t lo, hi;			/* TMO_SET: the expiry lies in [lo, hi) */
 	kserial_t serial;
-	char flags[8];			/* I R D Q U N i, '-' where unset */
 	uid_t uid;
 	gid_t gid;
 	uint32_t perm;
-	enum proc_timeout tmo;
-	time_t lo, hi;			/* TMO_SET: the expiry lies in [lo, hi) */
+	uint32_t next;			/* hash chain: index + 1 in ents, 0: none */
+	uint8_t flags;			/* PENT_* */
+	uint8_t tmo;			/* enum proc_timeout */
+};
+
+/* The flags column "IRDQUNi": bit i is set where column i is not '-'. */
+enum {
+	PENT_INSTANTIATED = 1 << 0,	/* I */
+	PENT_NEGATIVE = 1 << 5,		/* N */
+	PENT_INVALIDATED = 1 << 6,	/* i */
 };
 
 /* The last parse of /proc/keys. */
 struct pcache {
 	struct pent *ents;
 	size_t n;
-	struct pent **slots;
+	uint32_t *slots;		/* index + 1 in ents, 0: none */
 	size_t nslots;
 	struct timespec when;		/* CLOCK_MONOTONIC */
 	double cost;			/* seconds the reading took */

@@ -112,7 +112,10 @@ static int kproc_parse_line(const char *line, time_t now, struct pent *pe)
 		   tmo, &perm, &uid, &gid) != 7)
 		return -EIO;
 	pe->serial = (kserial_t)serial;
-	memcpy(pe->flags, flags, sizeof(pe->flags));
+	pe->flags = 0;
+	for (int i = 0; i < 7 && flags[i]; i++)
+		if (flags[i] != '-')
+			pe->flags |= (uint8_t)(1u << i);
 	pe->uid = (uid_t)uid;
 	pe->gid = (gid_t)gid;
 	pe->perm = perm;
@@ -153,7 +156,7 @@ static int pcache_fill(struct pcache *pc, const char *text,
 		size_t j = hash_serial(n.ents[i].serial, n.nslots);
 
 		n.ents[i].next = n.slots[j];
-		n.slots[j] = &n.ents[i];
+		n.slots[j] = (uint32_t)i + 1;
 	}
 	n.when = when;
 	n.valid = true;
@@ -405,14 +408,14 @@ int kproc_maybe_pending(struct keyfs_backend *b, const struct kkey *k)
 
 struct pent *kproc_find(struct keyfs_backend *b, kserial_t s)
 {
-	struct pent *pe;
+	uint32_t i;
 
 	if (!b->proc.valid)
 		return NULL;
-	for (pe = b->proc.slots[hash_serial(s, b->proc.nslots)]; pe;
-	     pe = pe->next)
-		if (pe->serial == s)
-			return pe;
+	for (i = b->proc.slots[hash_serial(s, b->proc.nslots)]; i;
+	     i = b->proc.ents[i - 1].next)
+		if (b->proc.ents[i - 1].serial == s)
+			return &b->proc.ents[i - 1];
 	return NULL;
 }
 
