@@ -8,30 +8,35 @@
 #include "pending.h"
 #include "perm.h"
 
-/* A key's description for an open, which reads the payload next: where
- * the backend can, without asking the size (a keyctl call on the kernel
- * backend). */
-int attr_key_info_nosize(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
-			 const struct tnode *tn, struct key_info *ki)
+/* size: whether the caller needs the size; without, the backend may skip
+ * asking it (a keyctl call on the kernel backend). */
+static int key_info(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
+		    const struct tnode *tn, bool size, struct key_info *ki)
 {
 	kserial_t serial = tn->kind == T_KEY ? tn->serial :
-			   tn->kind == T_PENDING && tn->node->serial ? tn->node->serial : 0;
+			   tn->kind == T_PENDING ? tn->node->serial : 0;
+	bool key = tn->kind == T_KEY || serial;
 
-	if (serial && ctx->ops->describe_nosize)
+	if (key && !size && ctx->ops->describe_nosize)
 		return BACKEND_CALL(ctx, describe_nosize, c, serial, ki);
-	return attr_key_info(ctx, c, tn, ki);
+	if (key)
+		return BACKEND_CALL(ctx, describe, c, serial, ki);
+	if (tn->kind != T_PENDING)
+		return -EINVAL;
+	return pending_info(ctx, c, tn->node, ki);
 }
 
 int attr_key_info(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 		  const struct tnode *tn, struct key_info *ki)
 {
-	if (tn->kind == T_KEY)
-		return BACKEND_CALL(ctx, describe, c, tn->serial, ki);
-	if (tn->kind == T_PENDING && tn->node->serial)
-		return BACKEND_CALL(ctx, describe, c, tn->node->serial, ki);
-	if (tn->kind != T_PENDING)
-		return -EINVAL;
-	return pending_info(ctx, c, tn->node, ki);
+	return key_info(ctx, c, tn, true, ki);
+}
+
+/* An open reads the payload next, which tells the size. */
+int attr_key_info_nosize(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
+			 const struct tnode *tn, struct key_info *ki)
+{
+	return key_info(ctx, c, tn, false, ki);
 }
 
 void attr_from_key(const struct key_info *ki, struct stat *st)

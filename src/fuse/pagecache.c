@@ -148,8 +148,6 @@ enum pagecache_mode pagecache_open(struct keyfs_ctx *ctx, uint64_t ino,
 		memcpy(e->hash, hash, PC_HASH);
 		e->len = len;
 		e->valid = true;
-		e->opens++;
-		return PC_CACHED;
 	}
 	same = e->valid && sodium_memcmp(hash, e->hash, PC_HASH) == 0;
 	if (e->opens && !same) {

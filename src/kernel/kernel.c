@@ -311,8 +311,8 @@ static int describe_key(struct keyfs_backend *b, const struct keyfs_cred *c,
 		info.nlink = keyfs_is_keyring_type(k->type) ? 2 :
 			     k->nparents ? (unsigned)k->nparents : 1;
 	info.possessed = is_mounter(b, c);
-	info.mtime = kkey_ts(k->mtime_ns);
-	info.ctime = kkey_ts(k->ctime_ns);
+	info.mtime = keyfs_ts(k->mtime_ns);
+	info.ctime = keyfs_ts(k->ctime_ns);
 	*out = info;
 	return 0;
 }

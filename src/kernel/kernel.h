@@ -12,6 +12,7 @@
 #include "backend.h"
 #include "hash.h"
 #include "perm.h"
+#include "timens.h"
 
 #define SLOTS_MIN		16	/* a hash table's first size, a power of 2 */
 #define SLURP_MIN		4096	/* first buffer for a /proc file */
@@ -63,7 +64,7 @@ struct kkey {
 	 * One block, no fixed type buffer: issue 10's bytes per key. */
 	const char *type;
 	const char *desc;
-	int64_t mtime_ns, ctime_ns;	/* CLOCK_REALTIME (kkey_ts) */
+	int64_t mtime_ns, ctime_ns;	/* CLOCK_REALTIME (timens.h) */
 	time_t expiry;
 	struct timespec expiry_set;	/* CLOCK_MONOTONIC, when it was */
 	unsigned seen_gen;		/* kusers_gen when first seen */
@@ -108,7 +109,7 @@ struct pcache {
 	uint32_t *slots;		/* index + 1 in ents, 0: none */
 	size_t nslots;
 	struct timespec when;		/* CLOCK_MONOTONIC */
-	double cost;			/* seconds the reading took */
+	double cost;			/* seconds reading and parsing took */
 	bool valid;
 };
 
@@ -181,19 +182,6 @@ static inline struct timespec real_now(void)
 
 	clock_gettime(CLOCK_REALTIME, &t);
 	return t;
-}
-
-static inline int64_t real_now_ns(void)
-{
-	struct timespec t = real_now();
-
-	return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
-}
-
-static inline struct timespec kkey_ts(int64_t ns)
-{
-	return (struct timespec){ .tv_sec = (time_t)(ns / 1000000000),
-				  .tv_nsec = (long)(ns % 1000000000) };
 }
 
 static inline double age_of(const struct timespec *t)

@@ -58,7 +58,7 @@ struct kkey *kkey_make(struct keyfs_backend *b, kserial_t s)
 		return NULL;
 	k->serial = s;
 	k->seen_gen = b->kusers_gen;
-	k->mtime_ns = k->ctime_ns = real_now_ns();
+	k->mtime_ns = k->ctime_ns = keyfs_now_ns();
 	k->type = "";
 	k->parents = &k->parent1;
 	k->aparents = 1;
@@ -99,13 +99,13 @@ void kkey_drop(struct keyfs_backend *b, kserial_t s)
 void kkey_touch_payload(struct kkey *k)
 {
 	if (k)
-		k->mtime_ns = k->ctime_ns = real_now_ns();
+		k->mtime_ns = k->ctime_ns = keyfs_now_ns();
 }
 
 void kkey_touch_change(struct kkey *k)
 {
 	if (k)
-		k->ctime_ns = real_now_ns();
+		k->ctime_ns = keyfs_now_ns();
 }
 
 int kkey_parent_add(struct kkey *k, kserial_t ring)
@@ -164,12 +164,11 @@ int kkey_note(struct kkey *k, const char *type, const char *desc)
 		k->positive = false;
 		k->dead = KEY_STATE_VALID;
 		k->nparents = 0;
-		k->mtime_ns = k->ctime_ns = real_now_ns();
+		k->mtime_ns = k->ctime_ns = keyfs_now_ns();
 		kidx_free(k->idx);
 		k->idx = NULL;
-	}
-	if (k->desc)
 		free((char *)k->type);
+	}
 	k->type = copy;
 	k->desc = copy + tlen + 1;
 	return 0;

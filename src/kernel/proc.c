@@ -159,6 +159,7 @@ static int pcache_fill(struct pcache *pc, const char *text,
 		n.slots[j] = (uint32_t)i + 1;
 	}
 	n.when = when;
+	n.cost = age_of(&when);	/* the reading and this parse */
 	n.valid = true;
 	pcache_free(pc);
 	*pc = n;
@@ -175,7 +176,6 @@ static int kproc_read(struct keyfs_backend *b, char **text_alloc)
 	if (ret < 0)
 		return ret;
 	ret = pcache_fill(&b->proc, text, when);
-	b->proc.cost = age_of(&when);
 	if (ret < 0 || !text_alloc)
 		free(text);
 	else
@@ -242,7 +242,6 @@ static void *refresh_run(void *arg)
 		if (slurp(PROC_KEYS, &text, NULL) == 0) {
 			pcache_fill(&pc, text, when);
 			free(text);
-			pc.cost = age_of(&when);
 		}
 		pthread_mutex_lock(&r->mu);
 		pcache_free(&r->next);

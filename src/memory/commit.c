@@ -36,7 +36,7 @@ static bool is_top(const struct keyfs_backend *b, const struct mkey *k)
  * up k's parents, so it costs k's ancestors, not the store. */
 static bool reachable(struct keyfs_backend *b, struct mkey *k)
 {
-	unsigned long stamp = mem_stamp(b);
+	uint32_t stamp = mem_stamp(b);
 	struct mkey *tail = k;
 
 	k->walk_stamp = stamp;

@@ -9,7 +9,7 @@
 void mem_gc(struct keyfs_backend *b)
 {
 	time_t now = time(NULL), next = 0;
-	unsigned long mark;
+	uint32_t mark;
 	bool any = false;
 
 	if (!b->gc_next || now < b->gc_next)

@@ -145,8 +145,8 @@ static int load_key(struct keyfs_backend *b, const struct store_key *sk,
 	k->negative = sk->state == KEY_STATE_NEGATIVE;
 	k->reject_error = ENOKEY;
 	k->expiry = (time_t)sk->expiry;
-	k->mtime_ns = mem_ns(sk->mtime);
-	k->ctime_ns = mem_ns(sk->ctime);
+	k->mtime_ns = keyfs_ns(sk->mtime);
+	k->ctime_ns = keyfs_ns(sk->ctime);
 	k->in_quota = true;	/* the held user keyrings are fixed later */
 	if (prep.data || prep.ring)
 		type->instantiate(k, &prep);
@@ -434,7 +434,7 @@ void mem_stored_reset(struct keyfs_backend *b)
 {
 	struct mkey *tops[] = { b->session, b->user, b->user_session,
 				b->persistent };
-	unsigned long stamp = mem_stamp(b);
+	uint32_t stamp = mem_stamp(b);
 	struct mkey *head = NULL, *tail = NULL;
 
 	for (size_t i = 0; i < sizeof(tops) / sizeof(tops[0]); i++) {

@@ -295,7 +295,7 @@ void mem_reap(struct keyfs_backend *b)
 
 void mem_key_touch(struct mkey *k, bool payload)
 {
-	k->ctime_ns = mem_now_ns();
+	k->ctime_ns = keyfs_now_ns();
 	if (payload)
 		k->mtime_ns = k->ctime_ns;
 }
@@ -323,7 +323,7 @@ int mem_key_new(struct keyfs_backend *b, const struct mkey_type *type,
 	k->uid = uid;
 	k->gid = gid;
 	k->perm = perm;
-	k->mtime_ns = k->ctime_ns = mem_now_ns();
+	k->mtime_ns = k->ctime_ns = keyfs_now_ns();
 	*out = k;
 	return 0;
 }

@@ -38,7 +38,7 @@ void mem_unlink_all(struct keyfs_backend *b, struct mkey *key)
  * (it can hold neither), which keeps dense graphs linear.
  */
 static int cycle_walk(struct keyfs_backend *b, struct mkey *k,
-		      struct mkey *target, int sp, unsigned long stamp)
+		      struct mkey *target, int sp, uint32_t stamp)
 {
 	struct mring *r = k->ring;
 	int ret;
@@ -131,7 +131,7 @@ struct msearch {
 	const char *desc;
 	time_t now;
 	bool possessed;
-	unsigned long stamp;
+	uint32_t stamp;
 	int err;		/* why the last candidate was skipped */
 	struct mkey *found;
 };

@@ -108,8 +108,8 @@ static void key_info_fill(struct keyfs_backend *b, const struct keyfs_cred *c,
 	} else {
 		ki->nlink = k->nparents ? (unsigned)k->nparents : 1;
 	}
-	ki->mtime = mem_ts(k->mtime_ns);
-	ki->ctime = mem_ts(k->ctime_ns);
+	ki->mtime = keyfs_ts(k->mtime_ns);
+	ki->ctime = keyfs_ts(k->ctime_ns);
 }
 
 /*

@@ -8,6 +8,7 @@
 #include "backend.h"
 #include "perm.h"
 #include "store.h"
+#include "timens.h"
 
 struct mkey;
 
@@ -115,12 +116,12 @@ struct mkey {
 	uint32_t perm;
 	const struct mkey_type *type;
 	time_t expiry;		/* absolute; 0: none */
-	int64_t mtime_ns, ctime_ns;	/* nanoseconds since the epoch (mem_ts) */
+	int64_t mtime_ns, ctime_ns;	/* nanoseconds since the epoch (timens.h) */
 	unsigned char *payload;	/* not keyrings; wiped before free */
 	uint32_t len;
 	uint32_t datalen;	/* the payload's quota charge (kernel: datalen) */
 	uint32_t charged;	/* bytes currently charged to the owner */
-	int16_t reject_error;	/* negative: what it answers (an errno) */
+	int16_t reject_error;	/* negative: the errno it answers */
 	int8_t walk_depth;	/* marks of the backend's traversals */
 	bool revoked:1;
 	bool negative:1;	/* answers -reject_error */
@@ -221,38 +222,6 @@ struct keyfs_backend {
  */
 
 /* ---- small helpers every file uses ---- */
-
-/* Saturating: a store may hold any time (about 292 years either side of
- * 1970 fit). */
-static inline int64_t mem_ns(struct timespec ts)
-{
-	const int64_t lim = INT64_MAX / 1000000000 - 1;
-
-	if (ts.tv_sec > lim)
-		return lim * 1000000000;
-	if (ts.tv_sec < -lim)
-		return -lim * 1000000000;
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-static inline struct timespec mem_ts(int64_t ns)
-{
-	int64_t sec = ns / 1000000000, rem = ns % 1000000000;
-
-	if (rem < 0) {		/* times before 1970, from a store */
-		rem += 1000000000;
-		sec--;
-	}
-	return (struct timespec){ .tv_sec = (time_t)sec, .tv_nsec = (long)rem };
-}
-
-static inline int64_t mem_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return mem_ns(ts);
-}
 
 static inline bool mem_key_expired(const struct mkey *k, time_t now)
 {

@@ -21,8 +21,8 @@ int mem_key_image(const struct mkey *k, struct store_key *sk, bool links)
 	sk->state = k->negative ? KEY_STATE_NEGATIVE :
 		    k->revoked ? KEY_STATE_REVOKED : KEY_STATE_VALID;
 	sk->expiry = k->expiry;
-	sk->mtime = mem_ts(k->mtime_ns);
-	sk->ctime = mem_ts(k->ctime_ns);
+	sk->mtime = keyfs_ts(k->mtime_ns);
+	sk->ctime = keyfs_ts(k->ctime_ns);
 	sk->type = strdup(k->type->name);
 	sk->desc = strdup(k->desc);
 	if (!sk->type || !sk->desc)
