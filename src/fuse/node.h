@@ -79,6 +79,10 @@ struct node {
 	kserial_t serial;
 	uint8_t kind;		/* enum node_kind */
 	bool unlinked;		/* NODE_PENDING: removed before instantiation */
+	/* NODE_PENDING: the kernel knows it by the name it is listed under
+	 * (not a typed or otherwise spelled one), so that name can be
+	 * dropped once it is instantiated (pending_instantiate) */
+	bool listed_name;
 };
 
 struct node_table;
@@ -94,6 +98,9 @@ struct node *node_new(struct node_table *t, enum node_kind kind,
 /* The kernel took one more reference on key inode ino (a lookup, a
  * readdirplus entry); node_forget gives it back. */
 void node_key_ref(struct node_table *t, uint64_t ino);
+/* The kernel's references to key inode ino counted by node_key_ref (0:
+ * none, or an alias node holds them). */
+uint64_t node_key_nlookup(struct node_table *t, uint64_t ino);
 /* A rename gave key from's payload to key to and unlinked from (ino is
  * from's inode): every inode standing for from now stands for to, and when
  * from is gone (it was linked nowhere else) so does ino, for as long as the
