@@ -83,6 +83,19 @@ sys.stdout.write(out.decode())
 	cached "$MNT/session/fresh" changed
 }
 
+@test "a key made by create takes its own inode once closed: later opens read from the page cache" {
+	local serial
+	printf %s made >"$MNT/session/new"
+	serial=$(getfattr --only-values -n user.keyfs.serial "$MNT/session/new")
+	# the created entry's name is dropped from a thread of its own
+	eventually output_is "$serial" ino "$MNT/session/new"
+	cached "$MNT/session/new" made
+	# a typed name is another spelling: it keeps the entry's inode, and
+	# still reads right
+	printf %s typed >"$MNT/session/%user:other"
+	assert_equal "$(cat "$MNT/session/other")" typed
+}
+
 @test "a change through keyfs is read by the next open, longer or shorter" {
 	change "$MNT/session/k" hello
 	cached "$MNT/session/k" hello

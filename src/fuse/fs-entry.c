@@ -355,8 +355,10 @@ static int create_pending(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 		ret = -EISDIR;
 	if (ret == 0)
 		ret = pending_create(ctx, c, keyring, type, desc, flags, &n);
-	if (ret == 0)
+	if (ret == 0) {
 		pending_mode(ctx, c, n, mode);
+		n->listed_name = pending_listed_as(n, name);
+	}
 	if (ret == 0)
 		ret = tree_node(ctx, n->ino, tn);
 	free(desc);

@@ -179,6 +179,7 @@ static int rename_in_keyring(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 		} else {
 			free(src->node->pk->desc);
 			src->node->pk->desc = desc;
+			src->node->listed_name = false;	/* newname may be typed */
 			desc = NULL;
 		}
 		goto out;

@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "keytype.h"
+#include "names.h"
 #include "parse.h"
 #include "pending.h"
 #include "perm.h"
@@ -314,6 +315,31 @@ static int instantiate(struct keyfs_ctx *ctx, struct node *n,
 	return 0;
 }
 
+bool pending_listed_as(const struct node *n, const char *name)
+{
+	char listed[KEYFS_NAME_MAX + 1];
+
+	return name_for_key(n->pk->type, n->pk->desc, false, listed,
+			    sizeof(listed)) == 0 && strcmp(listed, name) == 0;
+}
+
+/*
+ * The kernel holds the new key under the entry's own inode, and would
+ * until it evicts the name: a node per created key for as long as that
+ * (100,000 creates kept 100,000 of them, issue 10).  Dropping the name
+ * lets the kernel forget that inode once the file is closed (the node
+ * then goes), and the next lookup finds the key under its own inode,
+ * which, unlike the entry's, may read through the page cache.
+ */
+static void forget_created_name(struct keyfs_ctx *ctx, const struct node *n)
+{
+	char name[KEYFS_NAME_MAX + 1];
+
+	if (n->listed_name &&
+	    name_for_key(n->pk->type, n->pk->desc, false, name, sizeof(name)) == 0)
+		ctx_forget_name(ctx, tree_ino(ctx, n->pk->parent), name);
+}
+
 int pending_instantiate(struct keyfs_ctx *ctx, struct node *n,
 			const void *buf, size_t len, kserial_t *out)
 {
@@ -331,6 +357,7 @@ int pending_instantiate(struct keyfs_ctx *ctx, struct node *n,
 		n->unlinked = true;
 		return ret;
 	}
+	forget_created_name(ctx, n);
 	node_instantiated(ctx->nodes, n, serial);
 	*out = serial;
 	return 0;

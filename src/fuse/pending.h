@@ -53,6 +53,9 @@ void pending_renamed(const struct keyfs_cred *c, struct node *n);
 /* The taken count an open file remembers; a commit fails with -ENOENT
  * when someone other than the creator removed or moved the entry since. */
 int pending_commit_check(const struct node *n, unsigned taken_at_open);
+/* Whether name is the one n is listed under (pending_key's type and
+ * description, plain form). */
+bool pending_listed_as(const struct node *n, const char *name);
 /* Make the key with the creator's credentials, then apply what was set on
  * the entry.  All or nothing: on failure the key is unlinked again and the
  * entry is gone too, so a failed create leaves nothing behind. */
