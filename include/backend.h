@@ -101,9 +101,10 @@ struct keyfs_backend_ops {
 	 * is what read would give (0 for unreadable types). */
 	int (*describe)(struct keyfs_backend *b, const struct keyfs_cred *c,
 			kserial_t key, struct key_info *out);
-	/* As describe, without the size (0): for a caller that reads the
-	 * payload next, which tells it (an open).  Optional: where a size
-	 * costs nothing, describe serves. */
+	/* As describe, without the size (0) and with the expiry only where
+	 * it costs nothing (else 0): for a caller that reads the payload
+	 * next, which tells the size and fails on an expired key (an open).
+	 * Optional: where both cost nothing, describe serves. */
 	int (*describe_nosize)(struct keyfs_backend *b,
 			       const struct keyfs_cred *c, kserial_t key,
 			       struct key_info *out);

@@ -120,7 +120,7 @@ static int kernel_persistent(struct keyfs_backend *b,
 static time_t key_expiry(struct keyfs_backend *b, struct kkey *k,
 			 const struct pent *pe, enum key_state state)
 {
-	if (k->exact_expiry && pe && after(&b->proc.when, &k->expiry_set)) {
+	if (k->exact_expiry && pe && keyfs_ns(b->proc.when) > k->expiry_set_ns) {
 		bool same;
 
 		switch (pe->tmo) {
@@ -159,7 +159,7 @@ static int describe_dead(struct keyfs_backend *b, const struct keyfs_cred *c,
 		return err;
 	/* A key keyfs saw revoked or expired stays so until it is gone:
 	 * no need to ask /proc/keys again. */
-	if (k && k->desc && k->have_attr &&
+	if (k && kkey_desc(k) && k->have_attr &&
 	    ((err == -EKEYREVOKED && k->dead == KEY_STATE_REVOKED) ||
 	     (err == -EKEYEXPIRED && k->dead == KEY_STATE_EXPIRED))) {
 		state = (enum key_state)k->dead;
@@ -178,10 +178,10 @@ static int describe_dead(struct keyfs_backend *b, const struct keyfs_cred *c,
 		return err;
 	}
 	/* Revoked or expired before keyfs saw it: /proc/keys names it. */
-	if (pe && (!k || !k->desc) && (k = kkey_make(b, key)) != NULL &&
+	if (pe && (!k || !kkey_desc(k)) && (k = kkey_make(b, key)) != NULL &&
 	    kkey_learn_dead(k) < 0)
 		return err;
-	if (!k || !k->desc)
+	if (!k || !kkey_desc(k))
 		return err;
 	if (pe && (pe->flags & PENT_INVALIDATED))
 		state = KEY_STATE_INVALIDATED;
@@ -225,7 +225,7 @@ static long key_size(struct keyfs_backend *b, const struct keyfs_cred *c,
 }
 
 static int describe_live(struct keyfs_backend *b, const struct keyfs_cred *c,
-			 struct kkey *k, bool want_size, struct key_info *out)
+			 struct kkey *k, bool full, struct key_info *out)
 {
 	kserial_t serial = k->serial;
 	struct pent *pe;
@@ -238,9 +238,14 @@ static int describe_live(struct keyfs_backend *b, const struct keyfs_cred *c,
 		return -EACCES;
 	memset(out, 0, sizeof(*out));
 	out->state = KEY_STATE_VALID;
-	/* the last parse of /proc/keys, for a timeout set outside keyfs */
-	kproc_peek(b);
-	pe = kproc_find(b, serial);
+	/* The last parse of /proc/keys, for a timeout set outside keyfs.
+	 * Not for an open (!full): its read fails on an expired key, and
+	 * asking for parses on every open kept the parsing thread at an
+	 * eighth of a CPU while a reader with 30,000 keys on the system
+	 * ran (issue 10). */
+	if (full)
+		kproc_peek(b);
+	pe = full ? kproc_find(b, serial) : NULL;
 	pending = kproc_maybe_pending(b, k);
 	if (pending != 0) {
 		/* a key under construction, where keyctl read would wait:
@@ -265,7 +270,7 @@ static int describe_live(struct keyfs_backend *b, const struct keyfs_cred *c,
 		else
 			k->positive = true;
 	}
-	size = out->state != KEY_STATE_VALID || !want_size ? 0 : key_size(b, c, k);
+	size = out->state != KEY_STATE_VALID || !full ? 0 : key_size(b, c, k);
 	if (size == -ENOKEY)
 		out->state = KEY_STATE_NEGATIVE;
 	out->expiry = key_expiry(b, k, pe, out->state);
@@ -285,7 +290,7 @@ static int describe_live(struct keyfs_backend *b, const struct keyfs_cred *c,
 }
 
 static int describe_key(struct keyfs_backend *b, const struct keyfs_cred *c,
-			kserial_t key, bool want_size, struct key_info *out)
+			kserial_t key, bool full, struct key_info *out)
 {
 	struct key_info info;
 	struct kkey *k = NULL;
@@ -293,7 +298,7 @@ static int describe_key(struct keyfs_backend *b, const struct keyfs_cred *c,
 
 	ret = kkey_learn(b, c, key, &k);
 	if (ret == 0)
-		ret = describe_live(b, c, k, want_size, &info);
+		ret = describe_live(b, c, k, full, &info);
 	else
 		ret = describe_dead(b, c, key, ret, &info);
 	if (ret < 0)
@@ -303,7 +308,7 @@ static int describe_key(struct keyfs_backend *b, const struct keyfs_cred *c,
 		return -ENOKEY;
 	info.serial = key;
 	strcpy(info.type, k->type);
-	snprintf(info.desc, sizeof(info.desc), "%s", k->desc);
+	snprintf(info.desc, sizeof(info.desc), "%s", kkey_desc(k));
 	info.uid = k->uid;
 	info.gid = k->gid;
 	info.perm = k->perm;
@@ -323,7 +328,8 @@ static int kernel_describe(struct keyfs_backend *b, const struct keyfs_cred *c,
 	return describe_key(b, c, key, true, out);
 }
 
-/* The size is a keyctl call of its own; an open reads the payload next. */
+/* The size is a keyctl call of its own and the expiry may need a parse of
+ * /proc/keys; an open reads the payload next. */
 static int kernel_describe_nosize(struct keyfs_backend *b,
 				  const struct keyfs_cred *c, kserial_t key,
 				  struct key_info *out)

@@ -2,6 +2,7 @@
 #ifndef KEYFS_KERNEL_H
 #define KEYFS_KERNEL_H
 
+#include <string.h>
 #include <time.h>
 
 /* Every file of the kernel backend calls into libkeyutils (keyctl, add_key,
@@ -27,11 +28,13 @@
  * FUSE thread only.
  */
 
-/* One link of a keyring's index, chained by serial and by name. */
+/* One link of a keyring's index, chained by serial and by name through
+ * indexes into the index's array (20 bytes: a keyring of 10,000 keys has
+ * 10,000 of them, issue 10). */
 struct ient {
-	struct ient *serial_next;
-	struct ient *name_next;
-	kserial_t serial;
+	uint32_t serial_next;	/* 1 + the next entry's place; 0: none */
+	uint32_t name_next;
+	kserial_t serial;	/* 0: a free entry, on the free list */
 	uint32_t hash;		/* of type and description, when named */
 	bool named;		/* type and description known: findable */
 	bool keyring;
@@ -39,17 +42,20 @@ struct ient {
 
 /* What one listing of a keyring showed, with keyfs's own changes since. */
 struct kidx {
-	struct ient **by_serial;
-	struct ient **by_name;
+	struct ient *ents;	/* in the listing's order, until changed */
+	uint32_t *by_serial;	/* chain heads: 1 + an entry's place; 0: none */
+	uint32_t *by_name;
 	size_t nslots;		/* of each table, a power of 2 */
-	size_t n;
+	size_t n;		/* entries in use */
+	size_t nents, cap;	/* entries made (in use or free), room */
+	uint32_t free;		/* 1 + the first free entry's place; 0: none */
 	unsigned nkeyrings;
 	struct timespec built;	/* CLOCK_MONOTONIC */
 	bool unknown;		/* keyfs changed it in a way it cannot follow */
-	/* The listing the index was built from, while keyfs's own changes
-	 * have not moved it: a listing equal to it needs no rebuild. */
-	kserial_t *list;
-	size_t nlist;
+	/* ents is the listing the index was built from, in order, with no
+	 * free entry: keyfs's own changes have not moved it, so a listing
+	 * equal to it needs no rebuild. */
+	bool listed;
 };
 
 /* What keyfs knows of one serial. */
@@ -59,14 +65,14 @@ struct kkey {
 	uid_t uid;
 	gid_t gid;
 	uint32_t perm;
-	/* Once described, type points at one owned block "TYPE\0DESC\0"
-	 * and desc into it; before, type is "" (not owned) and desc NULL.
-	 * One block, no fixed type buffer: issue 10's bytes per key. */
+	/* Once described (named), type points at one owned block
+	 * "TYPE\0DESC\0" (kkey_desc); before, type is "" (not owned).  One
+	 * block, no fixed type buffer, no second pointer: issue 10's bytes
+	 * per key (a record is 104 bytes). */
 	const char *type;
-	const char *desc;
 	int64_t mtime_ns, ctime_ns;	/* CLOCK_REALTIME (timens.h) */
 	time_t expiry;
-	struct timespec expiry_set;	/* CLOCK_MONOTONIC, when it was */
+	int64_t expiry_set_ns;		/* CLOCK_MONOTONIC, when it was */
 	unsigned seen_gen;		/* kusers_gen when first seen */
 	/* keyrings seen linking it: the first in parent1 (parents ==
 	 * &parent1 while aparents is 1), no allocation for most keys */
@@ -75,6 +81,7 @@ struct kkey {
 	uint32_t nparents, aparents;
 	struct kidx *idx;		/* keyring: its index, or NULL */
 	uint8_t dead;			/* enum key_state: revoked or expired, as last seen */
+	bool named:1;			/* type and description known */
 	bool have_attr:1;		/* uid, gid, perm as last described */
 	bool exact_expiry:1;		/* expiry was set through keyfs */
 	bool positive:1;		/* seen instantiated, not negative: for good */
@@ -190,6 +197,12 @@ static inline double age_of(const struct timespec *t)
 
 	return (double)(now.tv_sec - t->tv_sec) +
 	       (double)(now.tv_nsec - t->tv_nsec) / 1e9;
+}
+
+/* The description of a key keyfs has described; NULL before. */
+static inline const char *kkey_desc(const struct kkey *k)
+{
+	return k->named ? k->type + strlen(k->type) + 1 : NULL;
 }
 
 static inline bool after(const struct timespec *a, const struct timespec *b)

@@ -74,7 +74,7 @@ void kkey_free(struct kkey *k)
 	kidx_free(k->idx);
 	if (k->parents != &k->parent1)
 		free(k->parents);
-	if (k->desc)
+	if (k->named)
 		free((char *)k->type);
 	free(k);
 }
@@ -149,7 +149,7 @@ int kkey_note(struct kkey *k, const char *type, const char *desc)
 	size_t tlen = strlen(type), dlen = strlen(desc);
 	char *copy;
 
-	if (k->desc && strcmp(k->type, type) == 0 && strcmp(k->desc, desc) == 0)
+	if (kkey_desc(k) && strcmp(k->type, type) == 0 && strcmp(kkey_desc(k), desc) == 0)
 		return 0;
 	if (tlen > KEYFS_TYPE_MAX)
 		return -EINVAL;
@@ -158,7 +158,7 @@ int kkey_note(struct kkey *k, const char *type, const char *desc)
 		return -ENOMEM;
 	memcpy(copy, type, tlen + 1);
 	memcpy(copy + tlen + 1, desc, dlen + 1);
-	if (k->desc) {
+	if (k->named) {
 		k->have_attr = false;
 		k->exact_expiry = false;
 		k->positive = false;
@@ -170,7 +170,7 @@ int kkey_note(struct kkey *k, const char *type, const char *desc)
 		free((char *)k->type);
 	}
 	k->type = copy;
-	k->desc = copy + tlen + 1;
+	k->named = true;
 	return 0;
 }
 
@@ -387,7 +387,7 @@ struct kkey *kkey_known(struct keyfs_backend *b,
 {
 	struct kkey *k = kkey_get(b, key);
 
-	if (!k || !k->desc)
+	if (!k || !kkey_desc(k))
 		if (kkey_learn(b, c, key, &k) < 0)
 			k = kkey_make(b, key);
 	return k;

@@ -14,8 +14,8 @@ static void note_added(struct keyfs_backend *b, kserial_t ring, kserial_t s,
 		       const char *type, const char *desc)
 {
 	struct kkey *k = kkey_get(b, s);
-	bool known = k && k->desc && strcmp(k->type, type) == 0 &&
-		     strcmp(k->desc, desc) == 0;
+	bool known = k && kkey_desc(k) && strcmp(k->type, type) == 0 &&
+		     strcmp(kkey_desc(k), desc) == 0;
 
 	if (!k)
 		k = kkey_make(b, s);
@@ -106,7 +106,7 @@ static int update_large(struct keyfs_backend *b, const struct keyfs_cred *c,
 		return ret;
 	/* listing keyrings changes k's entry: work on copies */
 	strcpy(type, k->type);
-	desc = strdup(k->desc);
+	desc = strdup(kkey_desc(k));
 	rings = malloc(nrings * sizeof(*rings));
 	if (!rings || !desc) {
 		free(rings);
@@ -158,15 +158,15 @@ int kernel_update(struct keyfs_backend *b, const struct keyfs_cred *c,
 	if (ret < 0)
 		return ret;
 	k = kkey_get(b, key);
-	if (!k || !k->desc)
+	if (!k || !kkey_desc(k))
 		kkey_learn(b, c, key, &k);
 	k = kkey_get(b, key);
-	if (k && k->desc) {
+	if (k && kkey_desc(k)) {
 		ret = ktype_payload_check(k->type, len);
 		if (ret < 0)
 			return ret;
 	}
-	if (len > (size_t)sysconf(_SC_PAGESIZE) && k && k->desc) {
+	if (len > (size_t)sysconf(_SC_PAGESIZE) && k && kkey_desc(k)) {
 		ret = update_large(b, c, k, payload, len);
 	} else {
 		ret = kcall_as(b, c, KCALL(KEYCTL_UPDATE, (unsigned long)key,
@@ -373,7 +373,7 @@ int kernel_set_timeout(struct keyfs_backend *b, const struct keyfs_cred *c,
 	if (k) {
 		k->exact_expiry = true;
 		k->expiry = secs ? time(NULL) + (time_t)secs : 0;
-		k->expiry_set = mono_now();
+		k->expiry_set_ns = keyfs_ns(mono_now());
 		kkey_touch_change(k);
 	}
 	return 0;

@@ -15,9 +15,11 @@ struct kidx *kidx_new(size_t hint)
 		return NULL;
 	for (x->nslots = SLOTS_MIN; x->nslots < hint; x->nslots *= 2)
 		;
+	x->cap = hint ? hint : 4;
+	x->ents = malloc(x->cap * sizeof(*x->ents));
 	x->by_serial = calloc(x->nslots, sizeof(*x->by_serial));
 	x->by_name = calloc(x->nslots, sizeof(*x->by_name));
-	if (!x->by_serial || !x->by_name) {
+	if (!x->ents || !x->by_serial || !x->by_name) {
 		kidx_free(x);
 		return NULL;
 	}
@@ -27,37 +29,29 @@ struct kidx *kidx_new(size_t hint)
 
 void kidx_free(struct kidx *x)
 {
-	struct ient *e, *next;
-
 	if (!x)
 		return;
-	for (size_t i = 0; i < x->nslots; i++)
-		for (e = x->by_serial[i]; e; e = next) {
-			next = e->serial_next;
-			free(e);
-		}
+	free(x->ents);
 	free(x->by_serial);
 	free(x->by_name);
-	free(x->list);
 	free(x);
 }
 
 /* keyfs changed the index itself: it no longer matches its listing. */
 static void kidx_unlist(struct kidx *x)
 {
-	free(x->list);
-	x->list = NULL;
-	x->nlist = 0;
+	x->listed = false;
 }
 
+/* The entry of serial s, or NULL; valid until the next insert. */
 static struct ient *kidx_by_serial(struct kidx *x, kserial_t s)
 {
-	struct ient *e;
+	uint32_t i;
 
-	for (e = x->by_serial[hash_serial(s, x->nslots)]; e;
-	     e = e->serial_next)
-		if (e->serial == s)
-			return e;
+	for (i = x->by_serial[hash_serial(s, x->nslots)]; i;
+	     i = x->ents[i - 1].serial_next)
+		if (x->ents[i - 1].serial == s)
+			return &x->ents[i - 1];
 	return NULL;
 }
 
@@ -68,51 +62,78 @@ static struct ient *kidx_by_name(struct keyfs_backend *b, struct kidx *x,
 	struct ient *e;
 	struct kkey *k;
 
-	for (e = x->by_name[h & (x->nslots - 1)]; e; e = e->name_next) {
+	for (uint32_t i = x->by_name[h & (x->nslots - 1)]; i; i = e->name_next) {
+		e = &x->ents[i - 1];
 		if (!e->named || e->hash != h)
 			continue;
 		k = kkey_get(b, e->serial);
-		if (k && k->desc && strcmp(k->type, type) == 0 &&
-		    strcmp(k->desc, desc) == 0)
+		if (k && kkey_desc(k) && strcmp(k->type, type) == 0 &&
+		    strcmp(kkey_desc(k), desc) == 0)
 			return e;
 	}
 	return NULL;
 }
 
-static void kidx_chain(struct kidx *x, struct ient *e)
+/* Chain entry i (its place) into x's tables. */
+static void kidx_chain(struct kidx *x, uint32_t i)
 {
-	size_t i = hash_serial(e->serial, x->nslots);
+	struct ient *e = &x->ents[i];
+	size_t j = hash_serial(e->serial, x->nslots);
 
-	e->serial_next = x->by_serial[i];
-	x->by_serial[i] = e;
+	e->serial_next = x->by_serial[j];
+	x->by_serial[j] = i + 1;
+	e->name_next = 0;
 	if (e->named) {
-		i = e->hash & (x->nslots - 1);
-		e->name_next = x->by_name[i];
-		x->by_name[i] = e;
+		j = e->hash & (x->nslots - 1);
+		e->name_next = x->by_name[j];
+		x->by_name[j] = i + 1;
 	}
 }
 
 static int kidx_grow(struct kidx *x)
 {
-	struct kidx n = *x;
-	struct ient *e, *next;
+	size_t nslots = x->nslots * 2;
+	uint32_t *bs = calloc(nslots, sizeof(*bs));
+	uint32_t *bn = calloc(nslots, sizeof(*bn));
 
-	n.nslots = x->nslots * 2;
-	n.by_serial = calloc(n.nslots, sizeof(*n.by_serial));
-	n.by_name = calloc(n.nslots, sizeof(*n.by_name));
-	if (!n.by_serial || !n.by_name) {
-		free(n.by_serial);
-		free(n.by_name);
+	if (!bs || !bn) {
+		free(bs);
+		free(bn);
 		return -ENOMEM;
 	}
-	for (size_t i = 0; i < x->nslots; i++)
-		for (e = x->by_serial[i]; e; e = next) {
-			next = e->serial_next;
-			kidx_chain(&n, e);
-		}
 	free(x->by_serial);
 	free(x->by_name);
-	*x = n;
+	x->by_serial = bs;
+	x->by_name = bn;
+	x->nslots = nslots;
+	for (size_t i = 0; i < x->nents; i++)
+		if (x->ents[i].serial)
+			kidx_chain(x, (uint32_t)i);
+	return 0;
+}
+
+/* A place for one more entry: a free one, else one past the end. */
+static int kidx_place(struct kidx *x, uint32_t *out)
+{
+	struct ient *v;
+	size_t cap;
+
+	if (x->free) {
+		*out = x->free - 1;
+		x->free = x->ents[*out].serial_next;
+		return 0;
+	}
+	if (x->nents == UINT32_MAX - 1)
+		return -ENOMEM;
+	if (x->nents == x->cap) {
+		cap = x->cap + x->cap / 2 + 4;
+		v = realloc(x->ents, cap * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		x->ents = v;
+		x->cap = cap;
+	}
+	*out = (uint32_t)x->nents++;
 	return 0;
 }
 
@@ -120,49 +141,68 @@ static int kidx_grow(struct kidx *x)
 static int kidx_insert(struct kidx *x, kserial_t s, const struct kkey *k)
 {
 	struct ient *e;
+	uint32_t i;
 
 	if (kidx_by_serial(x, s))
 		return 0;
 	if (x->n >= x->nslots && kidx_grow(x) < 0)
 		return -ENOMEM;
-	e = calloc(1, sizeof(*e));
-	if (!e)
+	if (kidx_place(x, &i) < 0)
 		return -ENOMEM;
+	e = &x->ents[i];
+	memset(e, 0, sizeof(*e));
 	e->serial = s;
-	e->named = k && k->desc;
+	e->named = k && kkey_desc(k);
 	if (e->named) {
-		e->hash = hash_name(k->type, k->desc);
+		e->hash = hash_name(k->type, kkey_desc(k));
 		e->keyring = keyfs_is_keyring_type(k->type);
 	}
-	kidx_chain(x, e);
+	kidx_chain(x, i);
 	x->n++;
 	x->nkeyrings += e->keyring;
 	return 0;
 }
 
+/* Take entry place i (1 + its place) out of the chain starting at *head. */
+static void kidx_unchain(struct kidx *x, uint32_t *head, uint32_t i, bool by_name)
+{
+	for (uint32_t *pp = head; *pp;
+	     pp = by_name ? &x->ents[*pp - 1].name_next : &x->ents[*pp - 1].serial_next)
+		if (*pp == i) {
+			*pp = by_name ? x->ents[i - 1].name_next : x->ents[i - 1].serial_next;
+			return;
+		}
+}
+
 static void kidx_remove(struct kidx *x, kserial_t s)
 {
-	struct ient **pp, *e = NULL;
+	struct ient *e = kidx_by_serial(x, s);
+	uint32_t i;
 
-	for (pp = &x->by_serial[hash_serial(s, x->nslots)]; *pp;
-	     pp = &(*pp)->serial_next)
-		if ((*pp)->serial == s) {
-			e = *pp;
-			*pp = e->serial_next;
-			break;
-		}
 	if (!e)
 		return;
+	i = (uint32_t)(e - x->ents) + 1;
+	kidx_unchain(x, &x->by_serial[hash_serial(s, x->nslots)], i, false);
 	if (e->named)
-		for (pp = &x->by_name[e->hash & (x->nslots - 1)]; *pp;
-		     pp = &(*pp)->name_next)
-			if (*pp == e) {
-				*pp = e->name_next;
-				break;
-			}
+		kidx_unchain(x, &x->by_name[e->hash & (x->nslots - 1)], i, true);
 	x->n--;
 	x->nkeyrings -= e->keyring;
-	free(e);
+	memset(e, 0, sizeof(*e));	/* serial 0: free */
+	e->serial_next = x->free;
+	x->free = i;
+	x->listed = false;
+}
+
+/* Whether x was built from exactly this listing and not changed since. */
+static bool kidx_is_listing(const struct kidx *x, const kserial_t *list,
+			    size_t n)
+{
+	if (!x->listed || x->nents != n)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (x->ents[i].serial != list[i])
+			return false;
+	return true;
 }
 
 /* keyfs linked k into ring: the index (if built) follows, displacing the
@@ -178,8 +218,8 @@ void kring_note_link(struct keyfs_backend *b, kserial_t ring, struct kkey *k)
 	if (!r || !r->idx || kidx_by_serial(r->idx, k->serial))
 		return;
 	kidx_unlist(r->idx);
-	if (k->desc) {
-		old = kidx_by_name(b, r->idx, k->type, k->desc);
+	if (kkey_desc(k)) {
+		old = kidx_by_name(b, r->idx, k->type, kkey_desc(k));
 		if (old) {
 			kkey_parent_del(kkey_get(b, old->serial), ring);
 			kidx_remove(r->idx, old->serial);
@@ -229,7 +269,7 @@ static struct kkey *learn_listed(struct keyfs_backend *b,
 	if (ret == 0)
 		return k;
 	k = kkey_get(b, s);
-	if ((ret == -EKEYREVOKED || ret == -EKEYEXPIRED) && (!k || !k->desc)) {
+	if ((ret == -EKEYREVOKED || ret == -EKEYEXPIRED) && (!k || !kkey_desc(k))) {
 		k = kkey_make(b, s);
 		if (k)
 			kkey_learn_dead(k);
@@ -250,8 +290,7 @@ static int kidx_refresh(struct keyfs_backend *b, const struct keyfs_cred *c,
 		return -ENOMEM;
 	/* The same listing as last time: the index stands as it is (keys
 	 * behind its serials are described when used, not here). */
-	if (r->idx && r->idx->list && r->idx->nlist == n &&
-	    (n == 0 || memcmp(r->idx->list, list, n * sizeof(*list)) == 0)) {
+	if (r->idx && kidx_is_listing(r->idx, list, n)) {
 		r->idx->built = mono_now();
 		return 0;
 	}
@@ -262,7 +301,7 @@ static int kidx_refresh(struct keyfs_backend *b, const struct keyfs_cred *c,
 	}
 	for (size_t i = 0; i < n; i++) {
 		k = kkey_get(b, list[i]);
-		if (!k || !k->desc)
+		if (!k || !kkey_desc(k))
 			k = learn_listed(b, c, list[i]);
 		ret = kidx_insert(x, list[i], k);
 		if (ret == 0 && k)
@@ -274,25 +313,17 @@ static int kidx_refresh(struct keyfs_backend *b, const struct keyfs_cred *c,
 	}
 	old = r->idx;
 	changed = old && old->n != x->n;
-	for (size_t i = 0; old && i < old->nslots; i++)
-		for (struct ient *e = old->by_serial[i]; e; e = e->serial_next)
-			if (!kidx_by_serial(x, e->serial)) {
-				kkey_parent_del(kkey_get(b, e->serial), ring);
-				changed = true;
-			}
+	for (size_t i = 0; old && i < old->nents; i++)
+		if (old->ents[i].serial && !kidx_by_serial(x, old->ents[i].serial)) {
+			kkey_parent_del(kkey_get(b, old->ents[i].serial), ring);
+			changed = true;
+		}
 	if (changed)
 		kkey_touch_payload(r);
 	kidx_free(old);
 	r->idx = x;
-	if (n) {
-		x->list = malloc(n * sizeof(*list));
-		if (x->list) {	/* without it the next listing rebuilds */
-			memcpy(x->list, list, n * sizeof(*list));
-			x->nlist = n;
-		}
-	} else {
-		x->list = malloc(1);
-	}
+	/* entries were made in the listing's order, one per serial */
+	x->listed = x->nents == n;
 	return 0;
 }
 
@@ -582,10 +613,9 @@ void kring_note_cleared(struct keyfs_backend *b, kserial_t ring)
 	kkey_touch_payload(r);
 	if (!r->idx)
 		return;
-	for (size_t i = 0; i < r->idx->nslots; i++)
-		for (struct ient *e = r->idx->by_serial[i]; e;
-		     e = e->serial_next)
-			kkey_parent_del(kkey_get(b, e->serial), ring);
+	for (size_t i = 0; i < r->idx->nents; i++)
+		if (r->idx->ents[i].serial)
+			kkey_parent_del(kkey_get(b, r->idx->ents[i].serial), ring);
 	kidx_free(r->idx);
 	r->idx = kidx_new(0);	/* empty and fresh; NULL: list anew */
 }
