@@ -39,27 +39,31 @@ struct node_table {
 	/* The pending nodes that may still be live (linked through their
 	 * pending_key), so that looking a name up does not walk every node:
 	 * an instantiated entry stays in the table as long as the kernel
-	 * holds its inode (100,000 creates leave 100,000 of them), and
-	 * leaves this list when it is instantiated; an unlinked one is
-	 * dropped by the walks below. */
+	 * holds its inode (until the file is closed, once its name is
+	 * dropped: pending_instantiate), and leaves this list when it is
+	 * instantiated; an unlinked one is dropped by the walks below. */
 	struct node *pending;
 	uint64_t next_ino;
 };
 
-/* The slot of ino in a table of nslots (a power of two) slots: inode
- * numbers are sequential (keyfs's own) or serials, and both must spread. */
+/* Inode numbers are sequential (keyfs's own) or serials: both must
+ * spread over either table. */
+static uint64_t spread(uint64_t ino)
+{
+	return ino * 0x9E3779B97F4A7C15ULL;
+}
+
+/* The slot of ino in a table of nslots (a power of two) slots. */
 static size_t slot_of(uint64_t ino, size_t nslots)
 {
-	return (size_t)((ino * 0x9E3779B97F4A7C15ULL) >> 29) & (nslots - 1);
+	return (size_t)(spread(ino) >> 29) & (nslots - 1);
 }
 
 /* The home slot of ino in the keyref table, of any size (not a power of
  * two): the top bits of the spread hash, scaled. */
 static size_t keyref_home(uint64_t ino, size_t nslots)
 {
-	uint64_t h = ino * 0x9E3779B97F4A7C15ULL;
-
-	return (size_t)(((unsigned __int128)h * nslots) >> 64);
+	return (size_t)(((unsigned __int128)spread(ino) * nslots) >> 64);
 }
 
 struct node_table *node_table_new(void)

@@ -159,7 +159,7 @@ static int describe_dead(struct keyfs_backend *b, const struct keyfs_cred *c,
 		return err;
 	/* A key keyfs saw revoked or expired stays so until it is gone:
 	 * no need to ask /proc/keys again. */
-	if (k && kkey_desc(k) && k->have_attr &&
+	if (k && k->named && k->have_attr &&
 	    ((err == -EKEYREVOKED && k->dead == KEY_STATE_REVOKED) ||
 	     (err == -EKEYEXPIRED && k->dead == KEY_STATE_EXPIRED))) {
 		state = (enum key_state)k->dead;
@@ -178,10 +178,10 @@ static int describe_dead(struct keyfs_backend *b, const struct keyfs_cred *c,
 		return err;
 	}
 	/* Revoked or expired before keyfs saw it: /proc/keys names it. */
-	if (pe && (!k || !kkey_desc(k)) && (k = kkey_make(b, key)) != NULL &&
+	if (pe && (!k || !k->named) && (k = kkey_make(b, key)) != NULL &&
 	    kkey_learn_dead(k) < 0)
 		return err;
-	if (!k || !kkey_desc(k))
+	if (!k || !k->named)
 		return err;
 	if (pe && (pe->flags & PENT_INVALIDATED))
 		state = KEY_STATE_INVALIDATED;
@@ -243,9 +243,11 @@ static int describe_live(struct keyfs_backend *b, const struct keyfs_cred *c,
 	 * asking for parses on every open kept the parsing thread at an
 	 * eighth of a CPU while a reader with 30,000 keys on the system
 	 * ran (issue 10). */
-	if (full)
+	pe = NULL;
+	if (full) {
 		kproc_peek(b);
-	pe = full ? kproc_find(b, serial) : NULL;
+		pe = kproc_find(b, serial);
+	}
 	pending = kproc_maybe_pending(b, k);
 	if (pending != 0) {
 		/* a key under construction, where keyctl read would wait:

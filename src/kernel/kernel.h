@@ -205,6 +205,14 @@ static inline const char *kkey_desc(const struct kkey *k)
 	return k->named ? k->type + strlen(k->type) + 1 : NULL;
 }
 
+/* Whether k is known to be the key of this type and description. */
+static inline bool kkey_is(const struct kkey *k, const char *type,
+			   const char *desc)
+{
+	return k && k->named && strcmp(k->type, type) == 0 &&
+	       strcmp(kkey_desc(k), desc) == 0;
+}
+
 static inline bool after(const struct timespec *a, const struct timespec *b)
 {
 	return a->tv_sec > b->tv_sec ||

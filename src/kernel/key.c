@@ -149,7 +149,7 @@ int kkey_note(struct kkey *k, const char *type, const char *desc)
 	size_t tlen = strlen(type), dlen = strlen(desc);
 	char *copy;
 
-	if (kkey_desc(k) && strcmp(k->type, type) == 0 && strcmp(kkey_desc(k), desc) == 0)
+	if (kkey_is(k, type, desc))
 		return 0;
 	if (tlen > KEYFS_TYPE_MAX)
 		return -EINVAL;
@@ -387,7 +387,7 @@ struct kkey *kkey_known(struct keyfs_backend *b,
 {
 	struct kkey *k = kkey_get(b, key);
 
-	if (!k || !kkey_desc(k))
+	if (!k || !k->named)
 		if (kkey_learn(b, c, key, &k) < 0)
 			k = kkey_make(b, key);
 	return k;

@@ -14,8 +14,7 @@ static void note_added(struct keyfs_backend *b, kserial_t ring, kserial_t s,
 		       const char *type, const char *desc)
 {
 	struct kkey *k = kkey_get(b, s);
-	bool known = k && kkey_desc(k) && strcmp(k->type, type) == 0 &&
-		     strcmp(kkey_desc(k), desc) == 0;
+	bool known = kkey_is(k, type, desc);
 
 	if (!k)
 		k = kkey_make(b, s);
@@ -158,15 +157,15 @@ int kernel_update(struct keyfs_backend *b, const struct keyfs_cred *c,
 	if (ret < 0)
 		return ret;
 	k = kkey_get(b, key);
-	if (!k || !kkey_desc(k))
+	if (!k || !k->named)
 		kkey_learn(b, c, key, &k);
 	k = kkey_get(b, key);
-	if (k && kkey_desc(k)) {
+	if (k && k->named) {
 		ret = ktype_payload_check(k->type, len);
 		if (ret < 0)
 			return ret;
 	}
-	if (len > (size_t)sysconf(_SC_PAGESIZE) && k && kkey_desc(k)) {
+	if (len > (size_t)sysconf(_SC_PAGESIZE) && k && k->named) {
 		ret = update_large(b, c, k, payload, len);
 	} else {
 		ret = kcall_as(b, c, KCALL(KEYCTL_UPDATE, (unsigned long)key,

@@ -67,8 +67,7 @@ static struct ient *kidx_by_name(struct keyfs_backend *b, struct kidx *x,
 		if (!e->named || e->hash != h)
 			continue;
 		k = kkey_get(b, e->serial);
-		if (k && kkey_desc(k) && strcmp(k->type, type) == 0 &&
-		    strcmp(kkey_desc(k), desc) == 0)
+		if (kkey_is(k, type, desc))
 			return e;
 	}
 	return NULL;
@@ -152,7 +151,7 @@ static int kidx_insert(struct kidx *x, kserial_t s, const struct kkey *k)
 	e = &x->ents[i];
 	memset(e, 0, sizeof(*e));
 	e->serial = s;
-	e->named = k && kkey_desc(k);
+	e->named = k && k->named;
 	if (e->named) {
 		e->hash = hash_name(k->type, kkey_desc(k));
 		e->keyring = keyfs_is_keyring_type(k->type);
@@ -163,13 +162,18 @@ static int kidx_insert(struct kidx *x, kserial_t s, const struct kkey *k)
 	return 0;
 }
 
-/* Take entry place i (1 + its place) out of the chain starting at *head. */
+/* The link after entry i (1 + its place) in its chain by name or serial. */
+static uint32_t *kidx_next(struct kidx *x, uint32_t i, bool by_name)
+{
+	return by_name ? &x->ents[i - 1].name_next : &x->ents[i - 1].serial_next;
+}
+
+/* Take entry i (1 + its place) out of the chain starting at *head. */
 static void kidx_unchain(struct kidx *x, uint32_t *head, uint32_t i, bool by_name)
 {
-	for (uint32_t *pp = head; *pp;
-	     pp = by_name ? &x->ents[*pp - 1].name_next : &x->ents[*pp - 1].serial_next)
+	for (uint32_t *pp = head; *pp; pp = kidx_next(x, *pp, by_name))
 		if (*pp == i) {
-			*pp = by_name ? x->ents[i - 1].name_next : x->ents[i - 1].serial_next;
+			*pp = *kidx_next(x, i, by_name);
 			return;
 		}
 }
@@ -190,7 +194,7 @@ static void kidx_remove(struct kidx *x, kserial_t s)
 	memset(e, 0, sizeof(*e));	/* serial 0: free */
 	e->serial_next = x->free;
 	x->free = i;
-	x->listed = false;
+	kidx_unlist(x);
 }
 
 /* Whether x was built from exactly this listing and not changed since. */
@@ -218,7 +222,7 @@ void kring_note_link(struct keyfs_backend *b, kserial_t ring, struct kkey *k)
 	if (!r || !r->idx || kidx_by_serial(r->idx, k->serial))
 		return;
 	kidx_unlist(r->idx);
-	if (kkey_desc(k)) {
+	if (k->named) {
 		old = kidx_by_name(b, r->idx, k->type, kkey_desc(k));
 		if (old) {
 			kkey_parent_del(kkey_get(b, old->serial), ring);
@@ -269,7 +273,7 @@ static struct kkey *learn_listed(struct keyfs_backend *b,
 	if (ret == 0)
 		return k;
 	k = kkey_get(b, s);
-	if ((ret == -EKEYREVOKED || ret == -EKEYEXPIRED) && (!k || !kkey_desc(k))) {
+	if ((ret == -EKEYREVOKED || ret == -EKEYEXPIRED) && (!k || !k->named)) {
 		k = kkey_make(b, s);
 		if (k)
 			kkey_learn_dead(k);
@@ -301,7 +305,7 @@ static int kidx_refresh(struct keyfs_backend *b, const struct keyfs_cred *c,
 	}
 	for (size_t i = 0; i < n; i++) {
 		k = kkey_get(b, list[i]);
-		if (!k || !kkey_desc(k))
+		if (!k || !k->named)
 			k = learn_listed(b, c, list[i]);
 		ret = kidx_insert(x, list[i], k);
 		if (ret == 0 && k)
