@@ -100,7 +100,7 @@ static int start_backend(struct keyfs_ctx *ctx, const struct crypto_key *key)
 		.gid = getgid(),
 		.cache_timeout = ctx->opts.entry_timeout,
 		.request_timeout = ctx->opts.request_timeout,
-		.unlock = fs_lock_release, .relock = fs_lock_take, .lock_arg = ctx,
+		.unlock = fs_lock_wait_outside, .relock = fs_lock_take, .lock_arg = ctx,
 	};
 	char err[512] = "";
 	int ret;

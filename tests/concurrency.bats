@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# concurrency.bats: the worker-thread loop: -s, max_threads, clone_fd, and many callers at once.
+# concurrency.bats: the worker-thread loop: -s, max_threads, max_idle_threads, clone_fd, and many callers at once.
 
 load lib/keyfs
 
@@ -27,6 +27,26 @@ fuse_fds() { find "/proc/$KEYFS_PID/fd" -lname /dev/fuse | wc -l; }
 	keyfs_mount
 	ls "$MNT/session" >/dev/null
 	(($(threads) >= 3)) || fail "only $(threads) threads"
+}
+
+# keyfs's own workers are named so (src/fuse/pool.c); libfuse's are not.
+workers() { cat /proc/"$KEYFS_PID"/task/*/comm | grep -c '^keyfs-worker$'; }
+
+@test "one worker reads requests one after the other; libfuse's pool with max_idle_threads" {
+	keyfs_mount
+	echo -n v >"$MNT/session/k"
+	local i
+	for ((i = 0; i < 100; i++)); do
+		cat "$MNT/session/k" >/dev/null
+		stat "$MNT/session/k" >/dev/null
+	done
+	# no request waited without the lock: nobody else had to read
+	assert_equal "$(workers)" 1
+	keyfs_unmount
+	keyfs_mount -o max_idle_threads=4
+	echo -n v >"$MNT/session/k"
+	assert_equal "$(cat "$MNT/session/k")" v
+	assert_equal "$(workers)" 0
 }
 
 @test "clone_fd gives the worker a /dev/fuse descriptor of its own" {

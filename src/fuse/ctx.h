@@ -56,6 +56,7 @@ struct keyfs_ctx {
 	 * something outside keyfs gives it up (backend_config.unlock). */
 	pthread_mutex_t lock;
 	const struct fuse_lowlevel_ops *ll_ops;	/* the handlers it wraps */
+	struct pool *pool;		/* pool.c, while it serves; else NULL */
 };
 
 /* Call a backend slot, answering -EOPNOTSUPP for a NULL one. */

@@ -13,15 +13,17 @@
 
 #include "fs.h"
 #include "pagecache.h"
+#include "pool.h"
 
 /*
- * libfuse runs requests on a pool of worker threads (unless -s).  keyfs's
+ * Requests run on a pool of worker threads (pool.c; libfuse's own with
+ * max_idle_threads or clone_fd; one thread with -s).  keyfs's
  * state - the backend's model or caches, the node table, open handles -
  * was written for one request at a time, so every handler runs holding
  * ctx->lock: requests still run one at a time, but a request that waits on
- * something outside keyfs can let the others through.  The memory
- * backend's request_key callout does (backend_config.unlock); the kernel
- * backend keeps the lock for the whole of its request_key(2).
+ * something outside keyfs can let the others through
+ * (fs_lock_wait_outside: another worker reads requests meanwhile): a
+ * request_key callout does, on either backend (backend_config.unlock).
  *
  * What runs outside the lock: libfuse itself, the notifier thread
  * (fs-notify.c: its queue has a lock of its own, taken after this one and
@@ -29,8 +31,8 @@
  * callout while it runs.  The kernel backend switches fsuid, fsgid and
  * groups per thread (raw syscalls, not glibc's process-wide setgroups)
  * and switches back before the handler returns, so a thread never leaves
- * the lock acting as someone else, and a worker libfuse starts from
- * another worker inherits keyfs's own credentials.  The kernel keeps the
+ * the lock acting as someone else, and a worker started from another
+ * worker inherits keyfs's own credentials.  The kernel keeps the
  * process keyring per thread too: keyfs makes it (after_daemon) before
  * the first worker starts, so every worker inherits the same one.
  *
@@ -42,9 +44,9 @@
  * and prunes its pending list; open and read fill and move handles.  Each
  * would need a lock of its own first, in both backends and here.  What
  * the lock costs parallel readers today is only the daemon's own share of
- * a request (small next to the round trips, which run in parallel on the
- * workers), now that the memory backend keeps no possession cache that
- * one caller's request throws away for the next.
+ * a request (small next to the round trip, whose kernel and caller sides
+ * run in parallel with it), now that the memory backend keeps no
+ * possession cache that one caller's request throws away for the next.
  */
 
 void fs_lock_take(void *arg)
@@ -58,6 +60,14 @@ void fs_lock_release(void *arg)
 {
 	struct keyfs_ctx *ctx = arg;
 
+	pthread_mutex_unlock(&ctx->lock);
+}
+
+void fs_lock_wait_outside(void *arg)
+{
+	struct keyfs_ctx *ctx = arg;
+
+	pool_may_block(ctx->pool);
 	pthread_mutex_unlock(&ctx->lock);
 }
 
@@ -210,8 +220,6 @@ static bool all_wrapped(const struct fuse_lowlevel_ops *ops,
 	return true;
 }
 
-/* Serve until unmounted: one thread with -s, else libfuse's pool as
- * max_threads, max_idle_threads and clone_fd say.  0 or -1. */
 /* The threads of this process, from /proc; 0 when unknown. */
 static int threads_running(void)
 {
@@ -240,13 +248,19 @@ static void check_single_threaded(void)
 			"the daemon may hang\n", n);
 }
 
-static int serve(struct fuse_session *se, const struct fuse_cmdline_opts *cmd)
+/* Serve until unmounted: one thread with -s; libfuse's pool when
+ * max_idle_threads or clone_fd ask for what only it does; else keyfs's
+ * (pool.h).  0, or nonzero when ended by a signal or an error. */
+static int serve(struct keyfs_ctx *ctx, struct fuse_session *se,
+		 const struct fuse_cmdline_opts *cmd)
 {
 	struct fuse_loop_config *cfg;
 	int ret;
 
 	if (cmd->singlethread)
 		return fuse_session_loop(se);
+	if (!cmd->clone_fd && cmd->max_idle_threads == UINT_MAX)
+		return pool_run(se, cmd->max_threads, &ctx->pool);
 	cfg = fuse_loop_cfg_create();
 	if (!cfg)
 		return -1;
@@ -309,7 +323,7 @@ int fs_loop_run(struct keyfs_ctx *ctx, struct fuse_args *args,
 		ctx->pagecache = pagecache_new();
 	if (after_daemon(ctx) < 0)
 		goto out_unmount;
-	ret = serve(se, &cmd) != 0;
+	ret = serve(ctx, se, &cmd) != 0;
 out_unmount:
 	fs_notifier_stop(ctx);
 	pagecache_free(ctx->pagecache);

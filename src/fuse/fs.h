@@ -14,8 +14,7 @@ int fs_run(struct keyfs_ctx *ctx, struct fuse_args *args,
 void fs_print_help(void);
 
 /* fs-loop.c: fs_run with the handlers in ops, each run holding ctx->lock;
- * libfuse's -s, max_threads, max_idle_threads and clone_fd choose the
- * threads. */
+ * -s, max_threads, max_idle_threads and clone_fd choose the threads. */
 struct fuse_lowlevel_ops;
 int fs_loop_run(struct keyfs_ctx *ctx, struct fuse_args *args,
 		const struct fuse_lowlevel_ops *ops,
@@ -25,6 +24,9 @@ int fs_loop_run(struct keyfs_ctx *ctx, struct fuse_args *args,
  * waits. */
 void fs_lock_take(void *ctx);
 void fs_lock_release(void *ctx);
+/* fs_lock_release for a handler about to wait on something outside keyfs
+ * (a callout): another thread reads requests meanwhile (pool.h). */
+void fs_lock_wait_outside(void *ctx);
 
 /* Tell the kernel to drop its cached attributes of this key, after keyfs
  * changed it in a way the kernel did not see (a control file, an xattr,
