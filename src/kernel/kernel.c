@@ -231,6 +231,7 @@ static int describe_live(struct keyfs_backend *b, const struct keyfs_cred *c,
 	struct pent *pe;
 	struct kidx *x;
 	int pending;
+	bool sized;
 	long size;
 
 	if (!is_mounter(b, c) &&
@@ -264,15 +265,25 @@ static int describe_live(struct keyfs_backend *b, const struct keyfs_cred *c,
 			out->state = KEY_STATE_PENDING;
 		}
 	}
+	size = 0;
+	sized = false;
 	if (out->state == KEY_STATE_VALID && !k->positive) {
 		/* keyctl read tells a negative key (ENOKEY) before it looks
-		 * at permission or at the type's read method */
-		if (keyctl_read(serial, NULL, 0) < 0 && errno == ENOKEY)
+		 * at permission or at the type's read method; for the
+		 * mounter the same call is the size probe below */
+		size = keyctl_read(serial, NULL, 0);
+		if (size < 0)
+			size = -errno;
+		if (size == -ENOKEY)
 			out->state = KEY_STATE_NEGATIVE;
 		else
 			k->positive = true;
+		sized = is_mounter(b, c);
 	}
-	size = out->state != KEY_STATE_VALID || !full ? 0 : key_size(b, c, k);
+	if (out->state != KEY_STATE_VALID || !full)
+		size = 0;
+	else if (!sized)
+		size = key_size(b, c, k);
 	if (size == -ENOKEY)
 		out->state = KEY_STATE_NEGATIVE;
 	out->expiry = key_expiry(b, k, pe, out->state);
@@ -298,6 +309,7 @@ static int describe_key(struct keyfs_backend *b, const struct keyfs_cred *c,
 	struct kkey *k = NULL;
 	int ret;
 
+	/* an open (!full) reads next: see kkey_learn_recent */
 	ret = kkey_learn(b, c, key, &k);
 	if (ret == 0)
 		ret = describe_live(b, c, k, full, &info);
