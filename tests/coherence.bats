@@ -23,6 +23,26 @@ kowner() { keyctl rdescribe "$1" | cut -d';' -f2,3 | tr ';' :; }
 	eventually output_is 751 stat -c %a "$MNT/session/k"
 }
 
+# An open by the mounter trusts a description made within entry_timeout
+# (src/kernel/key.c, kkey_learn_recent), but never the read itself.
+@test "keyctl update, setperm without read or search, revoke: the next cat sees each at once" {
+	keyfs_mount -o entry_timeout=30,attr_timeout=30
+	echo -n one > "$MNT/session/k"
+	local s
+	s=$(ino "$MNT/session/k")
+	assert_equal "$(cat "$MNT/session/k")" one
+	keyctl update "$s" two
+	assert_equal "$(cat "$MNT/session/k")" two
+	keyctl setperm "$s" 0x35350000	# no read, no search: keyctl read refuses too
+	run kerrno read "$MNT/session/k"
+	assert_output EACCES
+	keyctl setperm "$s" 0x3f010000
+	assert_equal "$(cat "$MNT/session/k")" two
+	keyctl revoke "$s"
+	run kerrno read "$MNT/session/k"
+	assert_output EKEYREVOKED
+}
+
 @test "keyctl chown shows in the owner" {
 	keyfs_mount
 	echo -n v > "$MNT/session/k"

@@ -120,6 +120,9 @@ struct pcache {
 	bool valid;
 };
 
+/* How many recent descriptions keyfs remembers (kkey_learn_recent). */
+#define KRECENT	16
+
 struct keyfs_backend {
 	uid_t uid;			/* the mounter */
 	gid_t gid;
@@ -140,6 +143,12 @@ struct keyfs_backend {
 	unsigned kusers_gen;		/* reads so far */
 	uid_t *kusers_pending;
 	size_t nkusers_pending;
+	/* The keys described last, by serial modulo KRECENT, and when. */
+	struct krecent {
+		kserial_t serial;
+		int64_t ctime_ns;	/* the key's, then: keyfs's changes move it */
+		struct timespec when;
+	} recent[KRECENT];
 };
 
 /*
@@ -280,6 +289,10 @@ int kkey_learn_dead(struct kkey *k);
 void kkey_note_attr(struct kkey *k, uid_t uid, gid_t gid, uint32_t perm);
 int kkey_learn(struct keyfs_backend *b, const struct keyfs_cred *c,
 	       kserial_t key, struct kkey **kp);
+/* kkey_learn, or for the mounter the description made less than
+ * cache_timeout ago, if there is one. */
+int kkey_learn_recent(struct keyfs_backend *b, const struct keyfs_cred *c,
+		      kserial_t key, struct kkey **kp);
 int kkey_check(struct keyfs_backend *b, const struct keyfs_cred *c,
 	       kserial_t key, unsigned want, unsigned or_want);
 struct kkey *kkey_known(struct keyfs_backend *b, const struct keyfs_cred *c,

@@ -284,10 +284,45 @@ int kkey_learn(struct keyfs_backend *b, const struct keyfs_cred *c,
 	if (ret < 0)
 		goto out;
 	kkey_note_attr(k, d.uid, d.gid, d.perm);
+	b->recent[key % KRECENT].serial = key;
+	b->recent[key % KRECENT].ctime_ns = k->ctime_ns;
+	b->recent[key % KRECENT].when = mono_now();
 	*kp = k;
 out:
 	free(text);
 	return ret;
+}
+
+/*
+ * An open describes the key its lookup described a moment before, and a
+ * repeated cat describes it at every open: a keyctl call each time
+ * (issue 10: a tenth of a repeated cat).  For the mounter the kernel
+ * itself checks the read that follows (keyfs checks nothing of its own),
+ * and a key revoked, expired, invalidated or unlinked meanwhile fails
+ * that read; what a recent description may miss is only a change of
+ * owner or permission made with keyctl, which then shows in the open
+ * file's fstat(2) within entry_timeout (cache_timeout), as keyfs's other
+ * caches of the kernel's keys do.  A change keyfs made itself moves the
+ * key's ctime and so ends the trust, and a description that granted view
+ * only as possessor is not trusted (the kernel's describe is the view
+ * check).  Other callers are described every time: keyfs checks their
+ * permission itself.
+ */
+int kkey_learn_recent(struct keyfs_backend *b, const struct keyfs_cred *c,
+		      kserial_t key, struct kkey **kp)
+{
+	const struct krecent *r = &b->recent[key % KRECENT];
+	struct kkey *k;
+
+	if (is_mounter(b, c) && r->serial == key &&
+	    age_of(&r->when) < b->cache_timeout &&
+	    (k = kkey_get(b, key)) != NULL && k->named && k->have_attr &&
+	    !k->dead && k->ctime_ns == r->ctime_ns &&
+	    perm_check(c, k->uid, k->gid, k->perm, false, KEYFS_PERM_VIEW) == 0) {
+		*kp = k;
+		return 0;
+	}
+	return kkey_learn(b, c, key, kp);
 }
 
 /*
