@@ -13,6 +13,7 @@
 #include <fuse_lowlevel.h>
 
 #include <errno.h>
+#include <limits.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -270,7 +271,8 @@ int main(int argc, char **argv)
 		if (!cfg)
 			goto out_unmount;
 		fuse_loop_cfg_set_clone_fd(cfg, (unsigned)cmd.clone_fd);
-		fuse_loop_cfg_set_idle_threads(cfg, cmd.max_idle_threads);
+		if (cmd.max_idle_threads != UINT_MAX)	/* not given: libfuse's default */
+			fuse_loop_cfg_set_idle_threads(cfg, cmd.max_idle_threads);
 		fuse_loop_cfg_set_max_threads(cfg, cmd.max_threads);
 		ret = fuse_session_loop_mt(se, cfg);
 		fuse_loop_cfg_destroy(cfg);
