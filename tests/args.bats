@@ -17,32 +17,6 @@ teardown()
 	detached_cleanup
 }
 
-# A keyfs started without -f has no pid of ours: find it by the mount
-# point, which is unique to this test.
-detached_pids()
-{
-	local p
-	for p in /proc/[0-9]*; do
-		[[ ${p#/proc/} != "$$" ]] || continue
-		tr '\0' ' ' <"$p/cmdline" 2>/dev/null | grep -qF -- "$MNT" &&
-			echo "${p#/proc/}"
-	done
-	return 0
-}
-
-detached_cleanup()
-{
-	local i
-	if keyfs_is_mounted "$MNT"; then
-		fusermount3 -u "$MNT" 2>/dev/null || fusermount3 -u -z "$MNT"
-	fi
-	for ((i = 0; i < 50; i++)); do
-		[[ -z $(detached_pids) ]] && return 0
-		sleep 0.1
-	done
-	fail "a detached keyfs did not exit after unmount: $(detached_pids)"
-}
-
 # Run keyfs detached (as a user or mount.fuse3 does) with bats's fd 3
 # closed, so a daemon it leaves behind does not hold bats's output open.
 keyfs_detached()

@@ -17,32 +17,6 @@ teardown()
 	detached_cleanup
 }
 
-# keyfs started without -f (or by mount.fuse3) has no pid of ours: find
-# it by the mount point, which is unique to this test, and wait for it.
-detached_pids()
-{
-	local p
-	for p in /proc/[0-9]*; do
-		[[ ${p#/proc/} != "$$" ]] || continue
-		tr '\0' ' ' <"$p/cmdline" 2>/dev/null | grep -qF -- "$MNT" &&
-			echo "${p#/proc/}"
-	done
-	return 0
-}
-
-detached_cleanup()
-{
-	local i
-	if keyfs_is_mounted "$MNT"; then
-		fusermount3 -u "$MNT" 2>/dev/null || fusermount3 -u -z "$MNT"
-	fi
-	for ((i = 0; i < 50; i++)); do
-		[[ -z $(detached_pids) ]] && return 0
-		sleep 0.1
-	done
-	fail "a detached keyfs did not exit after unmount: $(detached_pids)"
-}
-
 @test "--help exits 0 and prints a usage" {
 	run "$KEYFS_BIN" --help
 	assert_success

@@ -248,6 +248,33 @@ $(cat "$KEYFS_LOG")"
 	return 0
 }
 
+# A keyfs started without -f (or by mount.fuse3) has no pid of ours: find
+# it by the mount point, which is unique to the test.
+detached_pids()
+{
+	local p
+	for p in /proc/[0-9]*; do
+		[[ ${p#/proc/} != "$$" ]] || continue
+		tr '\0' ' ' <"$p/cmdline" 2>/dev/null | grep -qF -- "$MNT" &&
+			echo "${p#/proc/}"
+	done
+	return 0
+}
+
+# Unmount $MNT and wait for a detached keyfs serving it to exit.
+detached_cleanup()
+{
+	local i
+	if keyfs_is_mounted "$MNT"; then
+		fusermount3 -u "$MNT" 2>/dev/null || fusermount3 -u -z "$MNT"
+	fi
+	for ((i = 0; i < 50; i++)); do
+		[[ -z $(detached_pids) ]] && return 0
+		sleep 0.1
+	done
+	fail "a detached keyfs did not exit after unmount: $(detached_pids)"
+}
+
 skip_unless_kernel()
 {
 	[[ $KEYFS_BACKEND == kernel ]] || skip "kernel backend only"
