@@ -1,4 +1,4 @@
-/* hash.h: the serial and type/description hashes both backends index keys by. */
+/* hash.h: the serial, type/description and string hashes keyfs indexes by. */
 #ifndef KEYFS_HASH_H
 #define KEYFS_HASH_H
 
@@ -17,5 +17,7 @@ static inline size_t hash_serial(kserial_t serial, size_t nslots)
 /* FNV-1a over a key's type and description, as a keyring indexes its
  * links by name; mask the result with the table size. */
 uint32_t hash_name(const char *type, const char *desc);
+/* FNV-1a over one string. */
+uint32_t hash_str(const char *s);
 
 #endif

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "attr.h"
+#include "hash.h"
 #include "names.h"
 #include "specials.h"
 #include "tree.h"
@@ -154,15 +155,6 @@ struct descset {
 	const char **slot;
 	size_t size;
 };
-
-static size_t hash_str(const char *s)
-{
-	size_t h = 14695981039346656037ULL;
-
-	while (*s)
-		h = (h ^ (unsigned char)*s++) * 1099511628211ULL;
-	return h;
-}
 
 static int ds_init(struct descset *ds, size_t n)
 {

@@ -1,4 +1,4 @@
-/* hash.c: the type/description hash both backends' name indexes use. */
+/* hash.c: the string hashes of keyfs's name indexes (hash.h). */
 #include "hash.h"
 
 static uint32_t fnv1a(uint32_t h, const char *s)
@@ -6,6 +6,11 @@ static uint32_t fnv1a(uint32_t h, const char *s)
 	for (const char *p = s; *p; p++)
 		h = (h ^ (unsigned char)*p) * 16777619u;
 	return h;
+}
+
+uint32_t hash_str(const char *s)
+{
+	return fnv1a(2166136261u, s);
 }
 
 uint32_t hash_name(const char *type, const char *desc)
