@@ -35,7 +35,6 @@ struct worker {
 	pthread_cond_t wake;	/* an idle worker waits here to be made reader */
 	struct worker *next_idle;
 	bool idle;
-	bool started;
 	struct fuse_buf buf;	/* the request it read; mem is libfuse's size */
 };
 
@@ -69,7 +68,6 @@ static int start_worker(struct pool *p)
 	if (ret != 0)
 		return -ret;
 	pthread_setname_np(w->thread, "keyfs-worker");
-	w->started = true;
 	p->nstarted++;
 	return 0;
 }
@@ -163,8 +161,9 @@ void pool_may_block(struct pool *p)
 	if (!p)
 		return;
 	pthread_mutex_lock(&p->mu);
-	if (p->reader && p->reader->started &&
-	    pthread_equal(p->reader->thread, pthread_self()))
+	/* a reader seen here has its thread: it is named and started
+	 * under p->mu, and unnamed there if the start fails */
+	if (p->reader && pthread_equal(p->reader->thread, pthread_self()))
 		pass_on(p);
 	pthread_mutex_unlock(&p->mu);
 }

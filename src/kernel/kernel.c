@@ -310,7 +310,6 @@ static int describe_key(struct keyfs_backend *b, const struct keyfs_cred *c,
 	int ret;
 
 	/* an open (!full) reads next: see kkey_learn_recent */
-	/* an open (!full) reads next: see kkey_learn_recent */
 	ret = full ? kkey_learn(b, c, key, &k) : kkey_learn_recent(b, c, key, &k);
 	if (ret == 0)
 		ret = describe_live(b, c, k, full, &info);
