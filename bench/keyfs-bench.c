@@ -362,9 +362,17 @@ static double m_create(enum target t, int rep, int count)
 	return (now() - t0) * 1e6 / count;
 }
 
+/* ls(1) stops asking a device for labels or ACLs once one answer says
+ * the device has none (coreutils' getfilecon_cache, file_has_acl_cache). */
+static int xattr_unsupported(int err)
+{
+	return err == EOPNOTSUPP || err == EINVAL || err == EBADF;
+}
+
 /* ls -l: readdir, then for every entry what ls(1) calls (strace ls -l):
  * statx without following links, lgetxattr security.selinux, getxattr
- * system.posix_acl_access; raw: keyctl list + describe every key. */
+ * system.posix_acl_access, each until the device says it has no such
+ * thing; raw: keyctl list + describe every key. */
 static double m_ls(enum target t, const char *ring)
 {
 	/* A listing stopped at plan.op_cap is extrapolated from the entries
@@ -398,6 +406,7 @@ static double m_ls(enum target t, const char *ring)
 		}
 		struct dirent *de;
 		struct statx stx;
+		int no_label = 0, no_acl = 0;
 		while ((de = readdir(d))) {
 			if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
 				continue;
@@ -417,8 +426,10 @@ static double m_ls(enum target t, const char *ring)
 				closedir(d);
 				return NAN;
 			}
-			(void)lgetxattr(path, "security.selinux", buf, 255);
-			(void)getxattr(path, "system.posix_acl_access", NULL, 0);
+			if (!no_label && lgetxattr(path, "security.selinux", buf, 255) < 0)
+				no_label = xattr_unsupported(errno);
+			if (!no_acl && getxattr(path, "system.posix_acl_access", NULL, 0) < 0)
+				no_acl = xattr_unsupported(errno);
 			n++;
 		}
 		closedir(d);

@@ -326,6 +326,33 @@ expiry_between()
 	refute_output OK
 }
 
+@test "names outside the user namespace are EOPNOTSUPP, on every node" {
+	echo v >"$MNT/session/k"
+	local p n
+	for p in "$MNT/session/k" "$MNT/session" "$MNT" "$MNT/.keyfs/revoke"; do
+		for n in security.selinux system.posix_acl_access \
+			 system.posix_acl_default trusted.x; do
+			run kerrno getxattr "$p" "$n"
+			assert_output EOPNOTSUPP
+			# The kernel itself answers removing a default
+			# ACL from a non-directory, with success.
+			[[ $n == system.posix_acl_default ]] && continue
+			run kerrno removexattr "$p" "$n"
+			assert_output EOPNOTSUPP
+		done
+	done
+	# What ls -l and cp -a make of it: no label, no ACL, nothing lost.
+	run ls -l "$MNT/session/k"
+	assert_success
+	refute_output --partial '?'
+	local out
+	out=$(mktemp -d)
+	run cp -a "$MNT/session/k" "$out/k"
+	assert_success
+	assert_equal "$(cat "$out/k")" v
+	rm -rf "$out"
+}
+
 @test "the security attribute is there only with a label" {
 	echo v >"$MNT/session/k"
 	local label=

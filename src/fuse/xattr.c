@@ -143,6 +143,16 @@ static int value_alloc(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 	return 0;
 }
 
+/* keyfs has attributes in the user namespace only.  A name in another
+ * (security.selinux, system.posix_acl_access) is EOPNOTSUPP, as on any
+ * file system without that namespace: ls -l and cp -a then stop asking
+ * for the whole mount after the first, where ENODATA would cost two
+ * uncached FUSE round trips for every entry listed. */
+static bool in_user_namespace(const char *name)
+{
+	return strncmp(name, "user.", 5) == 0;
+}
+
 int xattr_get(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 	      const struct tnode *tn, const char *name, char *buf, size_t size)
 {
@@ -150,6 +160,8 @@ int xattr_get(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 	char *val = NULL;
 	int id = xattr_lookup(name), ret;
 
+	if (!in_user_namespace(name))
+		return -EOPNOTSUPP;
 	if (id < 0 || !has_xattrs(tn))
 		return -ENODATA;
 	ret = attr_key_info(ctx, c, tn, &ki);
