@@ -101,14 +101,32 @@ static int parse_timeout(const char *s, time_t now, struct pent *pe)
 	return 0;
 }
 
+/* A /proc/keys line's fields before the type fit in this. */
+#define LINE_HEAD_MAX	128
+
+/* Line's text up to its newline, cut to fit buf, which it NUL-terminates:
+ * sscanf(3) of a pointer into the whole file would measure the rest of
+ * the file at each call, a parse quadratic in the number of keys. */
+static void line_head(const char *line, char *buf, size_t size)
+{
+	size_t n = 0;
+
+	while (n + 1 < size && line[n] && line[n] != '\n') {
+		buf[n] = line[n];
+		n++;
+	}
+	buf[n] = '\0';
+}
+
 /* "serial flags usage timeout perm uid gid type description" */
 static int kproc_parse_line(const char *line, time_t now, struct pent *pe)
 {
 	unsigned serial, perm;
-	char flags[8], tmo[8];
+	char flags[8], tmo[8], head[LINE_HEAD_MAX];
 	int usage, uid, gid;
 
-	if (sscanf(line, "%x %7s %d %7s %x %d %d", &serial, flags, &usage,
+	line_head(line, head, sizeof(head));
+	if (sscanf(head, "%x %7s %d %7s %x %d %d", &serial, flags, &usage,
 		   tmo, &perm, &uid, &gid) != 7)
 		return -EIO;
 	pe->serial = (kserial_t)serial;
@@ -246,8 +264,8 @@ static void *refresh_run(void *arg)
 		pthread_mutex_lock(&r->mu);
 		pcache_free(&r->next);
 		r->next = pc;
-		r->have_next = pc.valid;
-		r->want = false;
+		__atomic_store_n(&r->have_next, pc.valid, __ATOMIC_RELEASE);
+		__atomic_store_n(&r->want, false, __ATOMIC_RELEASE);
 	}
 	pthread_mutex_unlock(&r->mu);
 	return NULL;
@@ -308,8 +326,16 @@ static double proc_max_age(const struct keyfs_backend *b)
  * kept is old.  Never waits for the file. */
 void kproc_peek(struct keyfs_backend *b)
 {
-	struct prefresh *r;
+	struct prefresh *r = b->refresh;
 
+	/* The common case, once for every key a listing describes: no new
+	 * parse to take, and the one kept is young or already being
+	 * replaced.  Neither the mutex nor getpid(2) then (glibc does not
+	 * cache the pid: a system call per key). */
+	if (r && !__atomic_load_n(&r->have_next, __ATOMIC_ACQUIRE) &&
+	    (__atomic_load_n(&r->want, __ATOMIC_ACQUIRE) ||
+	     (b->proc.valid && age_of(&b->proc.when) < proc_max_age(b))))
+		return;
 	refresh_lost(b);
 	if (!b->refresh)
 		b->refresh = refresh_start();
@@ -325,10 +351,10 @@ void kproc_peek(struct keyfs_backend *b)
 		} else {
 			pcache_free(&r->next);
 		}
-		r->have_next = false;
+		__atomic_store_n(&r->have_next, false, __ATOMIC_RELEASE);
 	}
 	if (!r->want && (!b->proc.valid || age_of(&b->proc.when) >= proc_max_age(b))) {
-		r->want = true;
+		__atomic_store_n(&r->want, true, __ATOMIC_RELEASE);
 		pthread_cond_signal(&r->cv);
 	}
 	pthread_mutex_unlock(&r->mu);
