@@ -265,7 +265,7 @@ static void *refresh_run(void *arg)
 		pcache_free(&r->next);
 		r->next = pc;
 		__atomic_store_n(&r->have_next, pc.valid, __ATOMIC_RELEASE);
-		__atomic_store_n(&r->want, false, __ATOMIC_RELEASE);
+		r->want = false;
 	}
 	pthread_mutex_unlock(&r->mu);
 	return NULL;
@@ -329,12 +329,12 @@ void kproc_peek(struct keyfs_backend *b)
 	struct prefresh *r = b->refresh;
 
 	/* The common case, once for every key a listing describes: no new
-	 * parse to take, and the one kept is young or already being
-	 * replaced.  Neither the mutex nor getpid(2) then (glibc does not
-	 * cache the pid: a system call per key). */
+	 * parse to take, and the one kept is young.  Neither the mutex nor
+	 * getpid(2) then (glibc does not cache the pid: a system call per
+	 * key).  An old parse always takes the way below, so a process
+	 * forked without before_fork still finds its thread lost. */
 	if (r && !__atomic_load_n(&r->have_next, __ATOMIC_ACQUIRE) &&
-	    (__atomic_load_n(&r->want, __ATOMIC_ACQUIRE) ||
-	     (b->proc.valid && age_of(&b->proc.when) < proc_max_age(b))))
+	    b->proc.valid && age_of(&b->proc.when) < proc_max_age(b))
 		return;
 	refresh_lost(b);
 	if (!b->refresh)
@@ -354,7 +354,7 @@ void kproc_peek(struct keyfs_backend *b)
 		__atomic_store_n(&r->have_next, false, __ATOMIC_RELEASE);
 	}
 	if (!r->want && (!b->proc.valid || age_of(&b->proc.when) >= proc_max_age(b))) {
-		__atomic_store_n(&r->want, true, __ATOMIC_RELEASE);
+		r->want = true;
 		pthread_cond_signal(&r->cv);
 	}
 	pthread_mutex_unlock(&r->mu);
