@@ -322,6 +322,12 @@ static double proc_max_age(const struct keyfs_backend *b)
 	return dear > age ? dear : age;
 }
 
+/* The parse kept is there and young enough to answer from. */
+static bool proc_young(const struct keyfs_backend *b)
+{
+	return b->proc.valid && age_of(&b->proc.when) < proc_max_age(b);
+}
+
 /* Take the thread's latest parse, if newer; ask for another when the one
  * kept is old.  Never waits for the file. */
 void kproc_peek(struct keyfs_backend *b)
@@ -334,7 +340,7 @@ void kproc_peek(struct keyfs_backend *b)
 	 * key).  An old parse always takes the way below, so a process
 	 * forked without before_fork still finds its thread lost. */
 	if (r && !__atomic_load_n(&r->have_next, __ATOMIC_ACQUIRE) &&
-	    b->proc.valid && age_of(&b->proc.when) < proc_max_age(b))
+	    proc_young(b))
 		return;
 	refresh_lost(b);
 	if (!b->refresh)
@@ -353,7 +359,7 @@ void kproc_peek(struct keyfs_backend *b)
 		}
 		__atomic_store_n(&r->have_next, false, __ATOMIC_RELEASE);
 	}
-	if (!r->want && (!b->proc.valid || age_of(&b->proc.when) >= proc_max_age(b))) {
+	if (!r->want && !proc_young(b)) {
 		r->want = true;
 		pthread_cond_signal(&r->cv);
 	}
@@ -362,7 +368,7 @@ void kproc_peek(struct keyfs_backend *b)
 
 int kproc_fresh(struct keyfs_backend *b, bool force)
 {
-	if (!force && b->proc.valid && age_of(&b->proc.when) < proc_max_age(b))
+	if (!force && proc_young(b))
 		return 0;
 	return kproc_read(b, NULL);
 }
