@@ -63,6 +63,13 @@ struct key_type_info {
  * - No slot calls back into the layer above; the only callbacks are
  *   backend_config's unlock/relock.
  */
+/* The parts of a key_info that may cost a backend more than a describe
+ * (describe_part). */
+enum {
+	KEY_INFO_SIZE = 1,	/* the payload's length */
+	KEY_INFO_EXPIRY = 2,	/* a timeout set outside keyfs */
+};
+
 struct keyfs_backend_ops {
 	const char *name;
 
@@ -101,13 +108,14 @@ struct keyfs_backend_ops {
 	 * is what read would give (0 for unreadable types). */
 	int (*describe)(struct keyfs_backend *b, const struct keyfs_cred *c,
 			kserial_t key, struct key_info *out);
-	/* As describe, without the size (0) and with the expiry only where
-	 * it costs nothing (else 0): for a caller that reads the payload
-	 * next, which tells the size and fails on an expired key (an open).
-	 * Optional: where both cost nothing, describe serves. */
-	int (*describe_nosize)(struct keyfs_backend *b,
-			       const struct keyfs_cred *c, kserial_t key,
-			       struct key_info *out);
+	/* As describe, with the size and the expiry only where parts asks
+	 * for them (KEY_INFO_*) or they cost nothing (else 0).  A stat needs
+	 * no expiry; an open reads the payload next, which tells the size
+	 * and fails on an expired key.  Optional: where both cost nothing,
+	 * describe serves. */
+	int (*describe_part)(struct keyfs_backend *b,
+			     const struct keyfs_cred *c, kserial_t key,
+			     unsigned parts, struct key_info *out);
 	/* The payload; *buf_alloc is malloc'd, the caller wipes and frees it.
 	 * Needs read (or search, for a possessor).  Keyrings read as an array
 	 * of serials, as keyctl_read gives them. */

@@ -127,3 +127,37 @@ loop_rchar() {
 	# /proc/keys now holds over 300 lines of some 80 bytes
 	(( after - before < 16384 )) || fail "the request threads read $((after - before)) bytes"
 }
+
+# What the daemon's /proc/keys reader has read(2): 0 before it first runs.
+prockeys_rchar() {
+	local t sum=0
+	for t in /proc/"$KEYFS_PID"/task/*; do
+		[[ $(cat "$t/comm") == keyfs-prockeys ]] || continue
+		sum=$((sum + $(awk '/^rchar/ {print $2}' "$t/io")))
+	done
+	echo "$sum"
+}
+
+@test "kernel: stat and ls -l never have /proc/keys read; the expiry xattr does" {
+	keyfs_mount
+	local ring i before after
+	ring=$(keyctl newring bulk @s)
+	for i in $(seq 300); do keyctl add user "filler$i" x "$ring" >/dev/null; done
+	echo -n v > "$MNT/session/k"
+	stat "$MNT/session/k" >/dev/null
+	sleep 1.2	# any parse made so far is old now
+	before=$(prockeys_rchar)
+	stat "$MNT/session/k" >/dev/null
+	ls -l "$MNT/session/bulk" >/dev/null
+	stat "$MNT/session/bulk/filler7" >/dev/null
+	sleep 0.5
+	after=$(prockeys_rchar)
+	(( after == before )) || fail "stat and ls -l had /proc/keys read ($((after - before)) bytes)"
+	# the measure works: the expiry is what asks for a parse
+	getfattr --absolute-names -n user.keyfs.expiry "$MNT/session/k" >/dev/null
+	for i in $(seq 20); do
+		(( $(prockeys_rchar) > after )) && return 0
+		sleep 0.1
+	done
+	fail "reading user.keyfs.expiry had no parse of /proc/keys made"
+}

@@ -8,19 +8,15 @@
 #include "pending.h"
 #include "perm.h"
 
-/* size: whether the caller needs the size; without, the backend may skip
- * asking it (a keyctl call on the kernel backend). */
-static int key_info(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
-		    const struct tnode *tn, bool size, struct key_info *ki)
+int attr_key_info_part(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
+		       const struct tnode *tn, unsigned parts,
+		       struct key_info *ki)
 {
 	kserial_t serial = tn->kind == T_KEY ? tn->serial :
 			   tn->kind == T_PENDING ? tn->node->serial : 0;
-	bool key = tn->kind == T_KEY || serial;
 
-	if (key && !size && ctx->ops->describe_nosize)
-		return BACKEND_CALL(ctx, describe_nosize, c, serial, ki);
-	if (key)
-		return BACKEND_CALL(ctx, describe, c, serial, ki);
+	if (tn->kind == T_KEY || serial)
+		return ctx_describe(ctx, c, serial, parts, ki);
 	if (tn->kind != T_PENDING)
 		return -EINVAL;
 	return pending_info(ctx, c, tn->node, ki);
@@ -29,14 +25,7 @@ static int key_info(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 int attr_key_info(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 		  const struct tnode *tn, struct key_info *ki)
 {
-	return key_info(ctx, c, tn, true, ki);
-}
-
-/* An open reads the payload next, which tells the size. */
-int attr_key_info_nosize(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
-			 const struct tnode *tn, struct key_info *ki)
-{
-	return key_info(ctx, c, tn, false, ki);
+	return attr_key_info_part(ctx, c, tn, KEY_INFO_SIZE | KEY_INFO_EXPIRY, ki);
 }
 
 void attr_from_key(const struct key_info *ki, struct stat *st)
@@ -84,7 +73,8 @@ int attr_get(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 			unviewable_attr(tn, st);
 			return 0;
 		}
-		ret = attr_key_info(ctx, c, tn, &ki);
+		/* stat shows no expiry (an xattr does) */
+		ret = attr_key_info_part(ctx, c, tn, KEY_INFO_SIZE, &ki);
 		if (ret < 0)
 			return ret;
 		attr_from_key(&ki, st);

@@ -10,10 +10,13 @@
  * are not keys. */
 int attr_key_info(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 		  const struct tnode *tn, struct key_info *ki);
-/* As attr_key_info, the size left 0 where asking it costs (an open reads
- * the payload, which tells it). */
-int attr_key_info_nosize(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
-			 const struct tnode *tn, struct key_info *ki);
+/* As attr_key_info, the size and the expiry only where parts asks for
+ * them (KEY_INFO_*, backend.h) or they cost nothing; else 0.  An open
+ * asks for neither: it reads the payload, which tells the size and fails
+ * on an expired key. */
+int attr_key_info_part(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
+		       const struct tnode *tn, unsigned parts,
+		       struct key_info *ki);
 
 /* stat of any node. */
 int attr_get(struct keyfs_ctx *ctx, const struct keyfs_cred *c,

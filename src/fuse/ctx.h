@@ -2,6 +2,7 @@
 #ifndef KEYFS_CTX_H
 #define KEYFS_CTX_H
 
+#include <errno.h>
 #include <pthread.h>
 
 #include "backend.h"
@@ -62,6 +63,18 @@ struct keyfs_ctx {
 /* Call a backend slot, answering -EOPNOTSUPP for a NULL one. */
 #define BACKEND_CALL(ctx, slot, ...) \
 	((ctx)->ops->slot ? (ctx)->ops->slot((ctx)->be, __VA_ARGS__) : -EOPNOTSUPP)
+
+/* A key's describe with only the parts its caller needs (KEY_INFO_*,
+ * backend.h); backends without describe_part describe in full. */
+static inline int ctx_describe(struct keyfs_ctx *ctx,
+			       const struct keyfs_cred *c, kserial_t key,
+			       unsigned parts, struct key_info *ki)
+{
+	if (ctx->ops->describe_part &&
+	    parts != (KEY_INFO_SIZE | KEY_INFO_EXPIRY))
+		return ctx->ops->describe_part(ctx->be, c, key, parts, ki);
+	return BACKEND_CALL(ctx, describe, c, key, ki);
+}
 
 /* Several backend calls as one change of the store (backend.h). */
 static inline void ctx_batch_begin(struct keyfs_ctx *ctx)

@@ -225,7 +225,7 @@ static long key_size(struct keyfs_backend *b, const struct keyfs_cred *c,
 }
 
 static int describe_live(struct keyfs_backend *b, const struct keyfs_cred *c,
-			 struct kkey *k, bool full, struct key_info *out)
+			 struct kkey *k, unsigned parts, struct key_info *out)
 {
 	kserial_t serial = k->serial;
 	struct pent *pe;
@@ -239,13 +239,14 @@ static int describe_live(struct keyfs_backend *b, const struct keyfs_cred *c,
 		return -EACCES;
 	memset(out, 0, sizeof(*out));
 	out->state = KEY_STATE_VALID;
-	/* The last parse of /proc/keys, for a timeout set outside keyfs.
-	 * Not for an open (!full): its read fails on an expired key, and
-	 * asking for parses on every open kept the parsing thread at an
-	 * eighth of a CPU while a reader with 30,000 keys on the system
+	/* The last parse of /proc/keys, for a timeout set outside keyfs;
+	 * only where the expiry is asked for (an xattr, a rename), never
+	 * for a stat, a listing or an open: a parse lists every key on the
+	 * system, and asking for one at each stat kept the parsing thread
+	 * at a tenth of a CPU while a reader with 30,000 keys on the system
 	 * ran (issue 10). */
 	pe = NULL;
-	if (full) {
+	if (parts & KEY_INFO_EXPIRY) {
 		kproc_peek(b);
 		pe = kproc_find(b, serial);
 	}
@@ -280,7 +281,7 @@ static int describe_live(struct keyfs_backend *b, const struct keyfs_cred *c,
 			k->positive = true;
 		sized = is_mounter(b, c);
 	}
-	if (out->state != KEY_STATE_VALID || !full)
+	if (out->state != KEY_STATE_VALID || !(parts & KEY_INFO_SIZE))
 		size = 0;
 	else if (!sized)
 		size = key_size(b, c, k);
@@ -302,17 +303,18 @@ static int describe_live(struct keyfs_backend *b, const struct keyfs_cred *c,
 	return 0;
 }
 
-static int describe_key(struct keyfs_backend *b, const struct keyfs_cred *c,
-			kserial_t key, bool full, struct key_info *out)
+static int kernel_describe_part(struct keyfs_backend *b,
+				const struct keyfs_cred *c, kserial_t key,
+				unsigned parts, struct key_info *out)
 {
 	struct key_info info;
 	struct kkey *k = NULL;
 	int ret;
 
-	/* an open (!full) reads next: see kkey_learn_recent */
-	ret = full ? kkey_learn(b, c, key, &k) : kkey_learn_recent(b, c, key, &k);
+	/* an open (neither part) reads next: see kkey_learn_recent */
+	ret = parts ? kkey_learn(b, c, key, &k) : kkey_learn_recent(b, c, key, &k);
 	if (ret == 0)
-		ret = describe_live(b, c, k, full, &info);
+		ret = describe_live(b, c, k, parts, &info);
 	else
 		ret = describe_dead(b, c, key, ret, &info);
 	if (ret < 0)
@@ -336,19 +338,12 @@ static int describe_key(struct keyfs_backend *b, const struct keyfs_cred *c,
 	return 0;
 }
 
+/* The size is a keyctl call of its own and the expiry may need a parse of
+ * /proc/keys: describe_part asks only for what its caller wants. */
 static int kernel_describe(struct keyfs_backend *b, const struct keyfs_cred *c,
 			   kserial_t key, struct key_info *out)
 {
-	return describe_key(b, c, key, true, out);
-}
-
-/* The size is a keyctl call of its own and the expiry may need a parse of
- * /proc/keys; an open reads the payload next. */
-static int kernel_describe_nosize(struct keyfs_backend *b,
-				  const struct keyfs_cred *c, kserial_t key,
-				  struct key_info *out)
-{
-	return describe_key(b, c, key, false, out);
+	return kernel_describe_part(b, c, key, KEY_INFO_SIZE | KEY_INFO_EXPIRY, out);
 }
 
 /* ---- reading and listing ---- */
@@ -416,7 +411,7 @@ const struct keyfs_backend_ops backend_kernel_ops = {
 	.special		= kernel_special,
 	.persistent		= kernel_persistent,
 	.describe		= kernel_describe,
-	.describe_nosize	= kernel_describe_nosize,
+	.describe_part		= kernel_describe_part,
 	.read			= kernel_read,
 	.list			= kernel_list,
 	.find			= kernel_find,
