@@ -10,50 +10,89 @@
 #include "specials.h"
 #include "tree.h"
 
-/* An entry while a listing is made, its name in place (names are made
- * and remade in it: escaping, %keyring: prefixes). */
+/* An entry while a listing is made: its name is an offset into the
+ * listing's names, which grow. */
 struct dl_ent {
-	char name[KEYFS_NAME_MAX + 1];
+	size_t name;		/* DL_NONAME: left out of the listing */
 	struct tnode tn;
 	struct stat st;
 };
 
-/* Growing array of directory entries. */
+#define DL_NONAME SIZE_MAX
+
+/*
+ * A listing while it is made: the entries, and their names one after
+ * another, each as long as it is.  A name buffer in every entry made a
+ * listing of 10,000 keys touch 4.5 MB of fresh memory where it now
+ * touches 2 (issue 10: a tenth of the daemon's time in ls -l).
+ */
 struct dirlist {
 	struct dl_ent *v;
 	size_t n, cap;
+	char *names;
+	size_t used, names_cap;
 };
 
-/* The finished listing as one block: the entries, then their names, each
- * as long as it is; an open directory keeps it for as long as it is open,
- * so a keyring of 100,000 keys costs about 20 MB there, not 45. */
+static const char *dl_name(const struct dirlist *dl, size_t i)
+{
+	return dl->names + dl->v[i].name;
+}
+
+/* The finished listing as one block: the entries, then the names as they
+ * were made; an open directory keeps it for as long as it is open, so a
+ * keyring of 100,000 keys costs about 20 MB there. */
 static struct tree_dirent *dl_compact(const struct dirlist *dl)
 {
-	struct tree_dirent *out;
-	size_t names = 0;
-	char *p;
+	struct tree_dirent *out = malloc(dl->n * sizeof(*out) + dl->used + 1);
+	char *names;
 
-	for (size_t i = 0; i < dl->n; i++)
-		names += strlen(dl->v[i].name) + 1;
-	out = malloc(dl->n * sizeof(*out) + names + 1);
 	if (!out)
 		return NULL;
-	p = (char *)(out + dl->n);
+	names = (char *)(out + dl->n);
+	if (dl->used)
+		memcpy(names, dl->names, dl->used);
 	for (size_t i = 0; i < dl->n; i++) {
-		size_t len = strlen(dl->v[i].name) + 1;
-
-		memcpy(p, dl->v[i].name, len);
-		out[i].name = p;
+		out[i].name = names + dl->v[i].name;
 		out[i].tn = dl->v[i].tn;
 		out[i].st = dl->v[i].st;
-		p += len;
 	}
 	return out;
+}
+
+static void dl_free(struct dirlist *dl)
+{
+	free(dl->v);
+	free(dl->names);
+}
+
+/* Keep name (cut at KEYFS_NAME_MAX) with the listing's names: its offset,
+ * or DL_NONAME when memory is short. */
+static size_t dl_keep_name(struct dirlist *dl, const char *name)
+{
+	size_t len = strnlen(name, KEYFS_NAME_MAX), off = dl->used;
+
+	if (dl->used + len + 1 > dl->names_cap) {
+		size_t cap = dl->names_cap ? dl->names_cap * 2 : 4096;
+		char *p;
+
+		while (cap < dl->used + len + 1)
+			cap *= 2;
+		p = realloc(dl->names, cap);
+		if (!p)
+			return DL_NONAME;
+		dl->names = p;
+		dl->names_cap = cap;
+	}
+	memcpy(dl->names + off, name, len);
+	dl->names[off + len] = '\0';
+	dl->used += len + 1;
+	return off;
 }
 
 static struct dl_ent *dl_add(struct dirlist *dl, const char *name)
 {
 	struct dl_ent *d;
+	size_t off;
 
 	if (dl->n == dl->cap) {
 		size_t cap = dl->cap ? dl->cap * 2 : 32;
@@ -64,9 +103,13 @@ static struct dl_ent *dl_add(struct dirlist *dl, const char *name)
 		dl->v = v;
 		dl->cap = cap;
 	}
+	off = dl_keep_name(dl, name);
+	if (off == DL_NONAME)
+		return NULL;
 	d = &dl->v[dl->n++];
-	memset(d, 0, sizeof(*d));
-	snprintf(d->name, sizeof(d->name), "%s", name);
+	d->name = off;
+	memset(&d->tn, 0, sizeof(d->tn));
+	memset(&d->st, 0, sizeof(d->st));
 	return d;
 }
 
@@ -211,6 +254,7 @@ static int add_link(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 		    struct dirlist *dl, kserial_t serial, struct key_info *ki,
 		    unsigned char *cls)
 {
+	char name[KEYFS_NAME_MAX + 1];
 	struct dl_ent *d;
 	bool plain;
 	/* a listing shows no expiry */
@@ -218,21 +262,22 @@ static int add_link(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 
 	if (ret < 0 && ret != -EACCES)
 		return 0;
-	d = dl_add(dl, "");
-	if (!d)
-		return -ENOMEM;
 	if (ret == -EACCES) {
-		name_of_serial(serial, d->name, sizeof(d->name));
+		name_of_serial(serial, name, sizeof(name));
+		d = dl_add(dl, name);
+		if (!d)
+			return -ENOMEM;
 		unviewable_set(serial, &d->tn);
 		unviewable_attr(&d->tn, &d->st);
 		*cls = LC_NAMED;
 		return 0;
 	}
 	plain = strcmp(ki->type, "user") == 0 || keyfs_is_keyring_type(ki->type);
-	if (name_for_key(ki->type, ki->desc, false, d->name, sizeof(d->name)) < 0) {
-		dl->n--;
+	if (name_for_key(ki->type, ki->desc, false, name, sizeof(name)) < 0)
 		return 0;
-	}
+	d = dl_add(dl, name);
+	if (!d)
+		return -ENOMEM;
 	tree_set_key(ctx, &d->tn, serial);
 	attr_from_key(ki, &d->st);
 	*cls = !plain ? LC_NAMED : keyfs_is_keyring_type(ki->type) ? LC_KEYRING : LC_USER;
@@ -240,37 +285,42 @@ static int add_link(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 }
 
 /* A keyring sharing its description with a user key in the same keyring
- * is listed as %keyring:NAME; "" when that does not fit. */
-static void name_shadowed_keyrings(struct dirlist *dl, size_t first,
-				   const unsigned char *cls)
+ * is listed as %keyring:NAME, and left out when that does not fit.  The
+ * set points into the names, so the new names are kept only once it is
+ * gone (keeping one may move them).  0 or -ENOMEM. */
+static int name_shadowed_keyrings(struct dirlist *dl, size_t first,
+				  unsigned char *cls)
 {
 	static const char prefix[] = "%keyring:";
+	char name[KEYFS_NAME_MAX + 1];
 	struct descset users;
 	size_t n = dl->n - first;
 
-	if (ds_init(&users, n) < 0) {
-		for (size_t i = 0; i < n; i++)
-			if (cls[i] == LC_KEYRING)
-				dl->v[first + i].name[0] = '\0';
-		return;
-	}
+	if (ds_init(&users, n) < 0)
+		return -ENOMEM;
 	for (size_t i = 0; i < n; i++)
 		if (cls[i] == LC_USER)
-			ds_add(&users, dl->v[first + i].name);
+			ds_add(&users, dl_name(dl, first + i));
+	for (size_t i = 0; i < n; i++)
+		if (cls[i] == LC_KEYRING && !ds_has(&users, dl_name(dl, first + i)))
+			cls[i] = LC_NAMED;
+	free(users.slot);
 	for (size_t i = 0; i < n; i++) {
-		char *name = dl->v[first + i].name;
-		size_t len = strlen(name);
+		struct dl_ent *d = &dl->v[first + i];
+		const char *old = dl_name(dl, first + i);
 
-		if (cls[i] != LC_KEYRING || !ds_has(&users, name))
+		if (cls[i] != LC_KEYRING)
 			continue;
-		if (len + sizeof(prefix) - 1 > KEYFS_NAME_MAX) {
-			name[0] = '\0';
+		if (strlen(old) + sizeof(prefix) - 1 > KEYFS_NAME_MAX) {
+			d->name = DL_NONAME;
 			continue;
 		}
-		memmove(name + sizeof(prefix) - 1, name, len + 1);
-		memcpy(name, prefix, sizeof(prefix) - 1);
+		snprintf(name, sizeof(name), "%s%s", prefix, old);
+		d->name = dl_keep_name(dl, name);
+		if (d->name == DL_NONAME)
+			return -ENOMEM;
 	}
-	free(users.slot);
+	return 0;
 }
 
 static void drop_unnamed(struct dirlist *dl, size_t first)
@@ -278,7 +328,7 @@ static void drop_unnamed(struct dirlist *dl, size_t first)
 	size_t j = first;
 
 	for (size_t i = first; i < dl->n; i++)
-		if (dl->v[i].name[0])
+		if (dl->v[i].name != DL_NONAME)
 			dl->v[j++] = dl->v[i];
 	dl->n = j;
 }
@@ -307,7 +357,9 @@ static int readdir_keyring(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 		ret = add_link(ctx, c, dl, links[i], ki, &cls[dl->n - first]);
 	if (ret < 0)
 		goto out;
-	name_shadowed_keyrings(dl, first, cls);
+	ret = name_shadowed_keyrings(dl, first, cls);
+	if (ret < 0)
+		goto out;
 	drop_unnamed(dl, first);
 	node_for_each_pending(ctx->nodes, keyring, add_pending, &w);
 	ret = w.ret;
@@ -359,7 +411,7 @@ int tree_readdir(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 	*n = dl.n;
 	ret = *out_alloc ? 0 : -ENOMEM;
 fail:
-	free(dl.v);
+	dl_free(&dl);
 	return ret;
 }
 
