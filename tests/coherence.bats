@@ -161,3 +161,25 @@ prockeys_rchar() {
 	done
 	fail "reading user.keyfs.expiry had no parse of /proc/keys made"
 }
+
+@test "kernel: a keyring made unsearchable with keyctl refuses new lookups: at once with entry_timeout=0, after it by default" {
+	skip_unless_kernel
+	keyfs_mount -o entry_timeout=0,attr_timeout=0
+	mkdir "$MNT/session/ring"
+	echo -n v > "$MNT/session/ring/a"
+	local r
+	r=$(ino "$MNT/session/ring")
+	keyctl add user b w "$r" >/dev/null
+	assert_equal "$(cat "$MNT/session/ring/a")" v
+	keyctl setperm "$r" 0x37330000	# search neither as possessor nor as owner
+	run kerrno stat "$MNT/session/ring/b"
+	assert_output EACCES
+	keyfs_unmount
+	keyctl setperm "$r" 0x3f3f0000
+	keyfs_mount
+	assert_equal "$(cat "$MNT/session/ring/a")" v
+	keyctl setperm "$r" 0x37330000
+	sleep 1.2	# the keyring's description keyfs made is older than entry_timeout
+	run kerrno stat "$MNT/session/ring/b"
+	assert_output EACCES
+}
