@@ -273,7 +273,9 @@ static int add_link(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 		return 0;
 	}
 	plain = strcmp(ki->type, "user") == 0 || keyfs_is_keyring_type(ki->type);
-	if (name_for_key(ki->type, ki->desc, false, name, sizeof(name)) < 0)
+	/* an empty description has no name to list */
+	if (name_for_key(ki->type, ki->desc, false, name, sizeof(name)) < 0 ||
+	    !name[0])
 		return 0;
 	d = dl_add(dl, name);
 	if (!d)
