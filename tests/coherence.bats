@@ -102,61 +102,56 @@ kowner() { keyctl rdescribe "$1" | cut -d';' -f2,3 | tr ';' :; }
 	refute_output --regexp 'user: k$'
 }
 
-# What the daemon's threads other than its /proc/keys reader read(2).
-loop_rchar() {
-	local t sum=0
+# What the daemon's threads read(2): "others", all but its /proc/keys
+# reader; "reader", that one alone (0 before it first runs).
+rchar() {
+	local t reader sum=0
 	for t in /proc/"$KEYFS_PID"/task/*; do
-		[[ $(cat "$t/comm") == keyfs-prockeys ]] && continue
+		reader=others
+		[[ $(cat "$t/comm") == keyfs-prockeys ]] && reader=reader
+		[[ $reader == "$1" ]] || continue
 		sum=$((sum + $(awk '/^rchar/ {print $2}' "$t/io")))
 	done
 	echo "$sum"
+}
+
+# A mount, a keyring session/bulk of 300 keys (/proc/keys then holds over
+# 300 lines of some 80 bytes) and a key session/k, looked at once.
+mount_with_bulk() {
+	local ring i
+	keyfs_mount
+	ring=$(keyctl newring bulk @s)
+	for i in $(seq 300); do keyctl add user "filler$i" x "$ring" >/dev/null; done
+	echo -n v > "$MNT/session/k"
+	stat "$MNT/session/k" >/dev/null
 }
 
 @test "kernel: no request waits for /proc/keys, even after an idle second" {
-	keyfs_mount
-	local ring i before after
-	ring=$(keyctl newring bulk @s)
-	for i in $(seq 300); do keyctl add user "filler$i" x "$ring" >/dev/null; done
-	echo -n v > "$MNT/session/k"
-	stat "$MNT/session/k" >/dev/null
+	local i before after
+	mount_with_bulk
 	sleep 1.2
-	before=$(loop_rchar)
+	before=$(rchar others)
 	stat "$MNT/session/k" >/dev/null
 	getfattr --absolute-names -n user.keyfs.expiry "$MNT/session/k" >/dev/null
-	after=$(loop_rchar)
-	# /proc/keys now holds over 300 lines of some 80 bytes
+	after=$(rchar others)
 	(( after - before < 16384 )) || fail "the request threads read $((after - before)) bytes"
 }
 
-# What the daemon's /proc/keys reader has read(2): 0 before it first runs.
-prockeys_rchar() {
-	local t sum=0
-	for t in /proc/"$KEYFS_PID"/task/*; do
-		[[ $(cat "$t/comm") == keyfs-prockeys ]] || continue
-		sum=$((sum + $(awk '/^rchar/ {print $2}' "$t/io")))
-	done
-	echo "$sum"
-}
-
 @test "kernel: stat and ls -l never have /proc/keys read; the expiry xattr does" {
-	keyfs_mount
-	local ring i before after
-	ring=$(keyctl newring bulk @s)
-	for i in $(seq 300); do keyctl add user "filler$i" x "$ring" >/dev/null; done
-	echo -n v > "$MNT/session/k"
-	stat "$MNT/session/k" >/dev/null
+	local i before after
+	mount_with_bulk
 	sleep 1.2	# any parse made so far is old now
-	before=$(prockeys_rchar)
+	before=$(rchar reader)
 	stat "$MNT/session/k" >/dev/null
 	ls -l "$MNT/session/bulk" >/dev/null
 	stat "$MNT/session/bulk/filler7" >/dev/null
 	sleep 0.5
-	after=$(prockeys_rchar)
+	after=$(rchar reader)
 	(( after == before )) || fail "stat and ls -l had /proc/keys read ($((after - before)) bytes)"
 	# the measure works: the expiry is what asks for a parse
 	getfattr --absolute-names -n user.keyfs.expiry "$MNT/session/k" >/dev/null
 	for i in $(seq 20); do
-		(( $(prockeys_rchar) > after )) && return 0
+		(( $(rchar reader) > after )) && return 0
 		sleep 0.1
 	done
 	fail "reading user.keyfs.expiry had no parse of /proc/keys made"
