@@ -127,7 +127,7 @@ mount_with_bulk() {
 }
 
 @test "kernel: no request waits for /proc/keys, even after an idle second" {
-	local i before after
+	local before after
 	mount_with_bulk
 	sleep 1.2
 	before=$(rchar others)
