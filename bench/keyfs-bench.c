@@ -266,11 +266,11 @@ static double listed_at[NT];
 
 static void names_forgotten(enum target t)
 {
-	double wait = listed_at[t] + 1.1 - now();
+	double wait;
 
 	if (t != T_FLOOR_DEF && t != T_MEM_DEF && t != T_KER_DEF)
 		return;		/* entry_timeout=0, or no names to cache */
-
+	wait = listed_at[t] + 1.1 - now();
 	if (wait > 0)
 		usleep((useconds_t)(wait * 1e6));
 }
