@@ -203,6 +203,30 @@ static unsigned long fill_ring(enum target t, const char *ring, unsigned long fr
 	return to;
 }
 
+/* Unlinks count keys of ROOT/session/ring, every step-th from 0, each
+ * looked up first so that only the UNLINK is timed; times (seconds) go to
+ * times[j].  Returns how many were unlinked. */
+static int unlink_keys(enum target t, const char *ring, unsigned long step, int count, double *times)
+{
+	char path[4096];
+	struct stat st;
+	for (int j = 0; j < count; j++) {
+		key_path(path, sizeof(path), t, ring, (unsigned long)j * step);
+		if (stat(path, &st) < 0) {
+			fail("stat", path, errno);
+			return j;
+		}
+		double t0 = now();
+		int err = unlink(path) < 0 ? errno : 0;
+		times[j] = now() - t0;
+		if (err) {
+			fail("unlink", path, err);
+			return j;
+		}
+	}
+	return count;
+}
+
 static void raw_fill(const char *ring, unsigned long n)
 {
 	key_serial_t r = raw_ring(ring);
@@ -799,10 +823,17 @@ int main(int argc, char **argv)
 	double near_empty[2][1000], near_full[2][1000];
 	unsigned long big_have[2] = { 0, 0 };
 	double fill_time[2] = { NAN, NAN };
+	double unlink_empty[2][1000], unlink_full[2][1000];
 	for (int k = 0; k < 2; k++) {
 		int t = k ? T_MEM_OFF : T_MEM_DEF;
-		if (have(t))
-			big_have[k] = fill_ring(t, ring_big, 0, (unsigned long)window, near_empty[k], 0);
+		for (int i = 0; i < window; i++)
+			unlink_empty[k][i] = unlink_full[k][i] = NAN;
+		if (!have(t))
+			continue;
+		big_have[k] = fill_ring(t, ring_big, 0, (unsigned long)window, near_empty[k], 0);
+		/* and of unlinking one from a ring of window keys or fewer */
+		if (fill_ring(t, "ru", 0, (unsigned long)window, NULL, 0) == (unsigned long)window)
+			unlink_keys(t, "ru", 1, window, unlink_empty[k]);
 	}
 
 	fprintf(stderr, "keyfs-bench: setting up keys (%.0f s)\n", now() - start);
@@ -969,6 +1000,13 @@ int main(int argc, char **argv)
 				MEASURE(r_big, t, rep, m_ls((enum target)t, ring_big));
 		}
 
+	/* Memory: unlinking keys spread over the big ring. */
+	for (int k = 0; k < 2; k++) {
+		int t = k ? T_MEM_OFF : T_MEM_DEF;
+		if (have(t) && big_have[k] >= plan.big)
+			unlink_keys((enum target)t, ring_big, plan.big / (unsigned long)window, window, unlink_full[k]);
+	}
+
 	long rss0 = -1, rss1 = -1;
 	double fresh_rss = NAN;
 	if (rss_tg.root) {
@@ -980,9 +1018,12 @@ int main(int argc, char **argv)
 	/* Creating near empty vs near full, and memory per key, as rows. */
 	struct row *r_c100 = row_new(U_US, 1, "create near empty (memory; median of keys 1-%d)", window);
 	struct row *r_cbig = row_new(U_US, 1, "create near %lu keys (memory; median of the last %d)", plan.big, window);
+	struct row *r_u100 = row_new(U_US, 1, "unlink near empty (memory; median of %d)", window);
+	struct row *r_ubig = row_new(U_US, 1, "unlink in %lu keys (memory; median of %d spread out)", plan.big, window);
 	struct row *r_fill = row_new(U_S, 1, "fill %lu keys by create (memory)", plan.big);
 	struct row *r_rss = row_new(U_BYTES, 1, "daemon RSS per key beyond payload+name (memory: fill; kernel: seen by ls)");
 	r_c100->nsamples = r_cbig->nsamples = r_fill->nsamples = r_rss->nsamples = 1;
+	r_u100->nsamples = r_ubig->nsamples = 1;
 	for (int k = 0; k < 2; k++) {
 		int t = k ? T_MEM_OFF : T_MEM_DEF;
 		if (!have(t))
@@ -990,6 +1031,8 @@ int main(int argc, char **argv)
 		r_c100->v[t][0] = median(near_empty[k], window) * 1e6;
 		r_cbig->v[t][0] = big_have[k] >= plan.big ? median(near_full[k], window) * 1e6 : NAN;
 		r_fill->v[t][0] = big_have[k] >= plan.big ? fill_time[k] : NAN;
+		r_u100->v[t][0] = median(unlink_empty[k], window) * 1e6;
+		r_ubig->v[t][0] = median(unlink_full[k], window) * 1e6;
 		unsigned long added = big_have[k] - (unsigned long)window;
 		if (!rss_tg.root && mem_rss0[k] >= 0 && mem_rss1[k] >= 0 && added > 0)
 			r_rss->v[t][0] = (double)(mem_rss1[k] - mem_rss0[k]) / (double)added - PAYLOAD_LEN - NAME_LEN;
@@ -1080,6 +1123,11 @@ int main(int argc, char **argv)
 		else
 			snprintf(fig, sizeof(fig), "%.2fx (%.0f us vs %.0f us)", x, r_cbig->v[t][0], r_c100->v[t][0]);
 		target_line(what, fig, "<= 1.50x", !have(t) ? -1 : isnan(x) ? 0 : x <= 1.5);
+		x = r_ubig->v[t][0] / r_u100->v[t][0];
+		snprintf(what, sizeof(what), "unlink in %lu keys vs near empty, memory%s", plan.big,
+			 k ? " (caches off)" : "");
+		snprintf(fig, sizeof(fig), "%.2fx (%.0f us vs %.0f us)", x, r_ubig->v[t][0], r_u100->v[t][0]);
+		target_line(what, fig, "<= 1.50x (as create)", !have(t) || isnan(x) ? -1 : x <= 1.5);
 		snprintf(what, sizeof(what), "fill %lu keys, memory%s", plan.big, k ? " (caches off)" : "");
 		if (big_have[k] >= plan.big)
 			snprintf(fig, sizeof(fig), "%.1f s", fill_time[k]);

@@ -111,9 +111,11 @@ out:
  * along (those no other kept keyring reaches): they are decided too. */
 static void track_children(struct keyfs_backend *b, struct mkey *k, bool now)
 {
-	for (size_t j = 0; k->ring && j < k->ring->nlinks; j++) {
-		struct mkey *ch = k->ring->links[j];
+	struct mkey *ch;
 
+	if (!k->ring)
+		return;
+	mring_for_each(k->ring, j, ch) {
 		if (!ch->tracked && ch->stored != now)
 			mem_track(b, ch);
 	}

@@ -30,11 +30,11 @@ static int image_mark_unsaved(struct keyfs_backend *b, struct mkey **keys,
 			queue[tail++] = tops[i];
 		}
 	while (head < tail) {
-		struct mkey *k = queue[head++];
+		struct mkey *k = queue[head++], *ch;
 
-		for (size_t i = 0; k->ring && i < k->ring->nlinks; i++) {
-			struct mkey *ch = k->ring->links[i];
-
+		if (!k->ring)
+			continue;
+		mring_for_each(k->ring, i, ch) {
 			if (ch->walk_stamp != stamp) {
 				ch->walk_stamp = stamp;
 				queue[tail++] = ch;
@@ -450,10 +450,10 @@ void mem_stored_reset(struct keyfs_backend *b)
 			head = k;
 		tail = k;
 	}
-	for (struct mkey *q = head; q; q = q->qnext)
-		for (size_t i = 0; q->ring && i < q->ring->nlinks; i++) {
-			struct mkey *ch = q->ring->links[i];
-
+	for (struct mkey *q = head, *ch; q; q = q->qnext) {
+		if (!q->ring)
+			continue;
+		mring_for_each(q->ring, i, ch) {
 			if (ch->walk_stamp == stamp)
 				continue;
 			ch->walk_stamp = stamp;
@@ -461,6 +461,7 @@ void mem_stored_reset(struct keyfs_backend *b)
 			tail->qnext = ch;
 			tail = ch;
 		}
+	}
 	for (size_t i = 0; i < b->tcap; i++)
 		for (struct mkey *k = b->table[i]; k; k = k->hnext)
 			k->stored = k->walk_stamp == stamp;

@@ -313,7 +313,7 @@ int mem_invalidate(struct keyfs_backend *b, const struct keyfs_cred *c,
 int mem_clear(struct keyfs_backend *b, const struct keyfs_cred *c,
 	      kserial_t keyring)
 {
-	struct mkey *kr;
+	struct mkey *kr, *ch;
 	int ret;
 
 	mem_begin(b);
@@ -324,8 +324,8 @@ int mem_clear(struct keyfs_backend *b, const struct keyfs_cred *c,
 		return ret;
 	}
 	mem_track_clear(b, kr);
-	for (size_t i = 0; i < kr->ring->nlinks; i++)
-		mem_key_touch(kr->ring->links[i], false);
+	mring_for_each(kr->ring, i, ch)
+		mem_key_touch(ch, false);
 	mring_clear(b, kr);
 	mem_charge_sync(b, kr);
 	mem_key_touch(kr, true);

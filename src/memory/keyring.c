@@ -41,16 +41,14 @@ static int cycle_walk(struct keyfs_backend *b, struct mkey *k,
 		      struct mkey *target, int sp, uint32_t stamp)
 {
 	struct mring *r = k->ring;
+	struct mkey *ch;
 	int ret;
 
 	if (k->revoked || !r)
 		return 0;
-	for (size_t i = 0; i < r->nlinks; i++)
-		if (r->links[i] == target)
-			return -EDEADLK;
-	for (size_t i = 0; i < r->nlinks; i++) {
-		struct mkey *ch = r->links[i];
-
+	if (mring_find(k, target->type, target->desc) == target)
+		return -EDEADLK;
+	mring_for_each(r, i, ch) {
 		if (!mem_is_keyring(ch))
 			continue;
 		if (sp >= KEYFS_NEST_MAX)
@@ -163,7 +161,7 @@ static bool search_candidate(struct msearch *s, struct mkey *k)
  * anything new and is skipped. */
 static bool search_keyring(struct msearch *s, struct mkey *kr, int sp)
 {
-	struct mkey *k;
+	struct mkey *k, *ch;
 
 	if (kr->revoked || !kr->ring)
 		return false;
@@ -176,9 +174,7 @@ static bool search_keyring(struct msearch *s, struct mkey *kr, int sp)
 		return true;
 	if (sp >= KEYFS_NEST_MAX)
 		return false;
-	for (size_t i = 0; i < kr->ring->nlinks; i++) {
-		struct mkey *ch = kr->ring->links[i];
-
+	mring_for_each(kr->ring, i, ch) {
 		if (!mem_is_keyring(ch) || !mem_search_ok(s->c, ch, s->possessed))
 			continue;
 		if (search_keyring(s, ch, sp + 1))

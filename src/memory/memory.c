@@ -197,8 +197,7 @@ static int mem_list(struct keyfs_backend *b, const struct keyfs_cred *c,
 			ret = -ENOMEM;
 			goto out;
 		}
-		for (size_t i = 0; i < nl; i++)
-			v[i] = k->ring->links[i]->serial;
+		mring_serials(k->ring, v);
 	}
 	*out_alloc = v;
 	*n = nl;

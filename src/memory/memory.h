@@ -93,13 +93,18 @@ struct mkey_type {
 };
 
 /* A keyring's payload: its links in order, and an index by (type,
- * description) so a lookup does not scan. */
+ * description) so a lookup does not scan.  An unlink leaves a hole (NULL)
+ * where the link was, so that it costs the same in any keyring; the holes
+ * are squeezed out once they outnumber the links (mring_for_each skips
+ * them). */
 struct mring {
-	struct mkey **links;
-	size_t nlinks, cap;
+	struct mkey **links;	/* links[0, nslots): keys and holes */
+	size_t nslots, cap;
+	size_t nlinks;		/* the keys among them: the payload's size */
 	size_t nrings;		/* how many of the links are keyrings: the
 				 * directory's link count, kept, not counted */
-	struct mkey **index;	/* open addressing, linear probing; NULL: free */
+	uint32_t *index;	/* open addressing, linear probing: a link's
+				 * position in links + 1; 0: free */
 	size_t icap;		/* a power of two, at least twice nlinks */
 	bool restricted;	/* restrict_keyring() without a type: no links */
 	char *restrict_type;	/* a restriction this store cannot evaluate */
@@ -269,6 +274,13 @@ struct mkey *mring_link(struct mkey *keyring, struct mkey *child);
 bool mring_unlink(struct mkey *keyring, struct mkey *child);
 /* Drop every link (each child through mem_key_unref). */
 void mring_clear(struct keyfs_backend *b, struct mkey *keyring);
+/* Write the serials r links, in order, to out (room for r->nlinks). */
+void mring_serials(const struct mring *r, kserial_t *out);
+/* For each key k that r links, in link order: the holes are skipped.  The
+ * body may not link or unlink in r. */
+#define mring_for_each(r, i, k)					\
+	for (size_t i = 0; i < (r)->nslots; i++)		\
+		if (((k) = (r)->links[i]) == NULL) {} else
 struct mring *mring_alloc(void);
 void mring_free(struct mring *r);
 

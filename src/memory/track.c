@@ -47,8 +47,7 @@ int mem_key_image(const struct mkey *k, struct store_key *sk, bool links)
 		sk->links = malloc(k->ring->nlinks * sizeof(*sk->links));
 		if (!sk->links)
 			return -ENOMEM;
-		for (size_t i = 0; i < k->ring->nlinks; i++)
-			sk->links[i] = k->ring->links[i]->serial;
+		mring_serials(k->ring, sk->links);
 		sk->nlinks = k->ring->nlinks;
 	}
 	return 0;
@@ -119,8 +118,8 @@ static int materialize(struct mtrack *e, const struct mkey *keyring)
 
 	if (!v)
 		return -ENOMEM;
-	for (size_t i = 0; i < n; i++)
-		v[i] = r->links[i]->serial;
+	if (r)
+		mring_serials(r, v);
 	ret = store_links_undo(&v, &n, e->log, e->nlog);
 	if (ret < 0) {
 		free(v);
@@ -165,13 +164,20 @@ static void log_change(struct keyfs_backend *b, struct mkey *keyring,
 	};
 }
 
+/* k's position among keyring's links (the holes not counted, as in the
+ * store's copy), or nlinks.  A scan: only a store tracks, and its save
+ * costs more. */
 static size_t link_index(const struct mkey *keyring, const struct mkey *k)
 {
 	const struct mring *r = keyring->ring;
+	const struct mkey *ch;
+	size_t at = 0;
 
-	for (size_t i = 0; i < r->nlinks; i++)
-		if (r->links[i] == k)
-			return i;
+	mring_for_each(r, i, ch) {
+		if (ch == k)
+			return at;
+		at++;
+	}
 	return r->nlinks;
 }
 
@@ -208,6 +214,7 @@ void mem_track_unlink(struct keyfs_backend *b, struct mkey *keyring,
 void mem_track_clear(struct keyfs_backend *b, struct mkey *keyring)
 {
 	struct mtrack *e;
+	struct mkey *ch;
 
 	if (!b->tracking || !keyring->ring)
 		return;
@@ -216,8 +223,8 @@ void mem_track_clear(struct keyfs_backend *b, struct mkey *keyring)
 		b->track_oom = true;
 	/* The keys it links lose a parent: whether the store keeps them is
 	 * decided again at the save. */
-	for (size_t i = 0; i < keyring->ring->nlinks; i++)
-		entry(b, keyring->ring->links[i], true);
+	mring_for_each(keyring->ring, i, ch)
+		entry(b, ch, true);
 }
 
 void mem_track_gone(struct keyfs_backend *b, struct mkey *k)

@@ -196,6 +196,12 @@ void mring_free(struct mring *r)
 	free(r);
 }
 
+/* The key an occupied index slot points at. */
+static struct mkey *slot_key(const struct mring *r, size_t slot)
+{
+	return r->links[r->index[slot] - 1];
+}
+
 static size_t index_slot(const struct mring *r, const struct mkey_type *type,
 			 const char *desc)
 {
@@ -203,7 +209,7 @@ static size_t index_slot(const struct mring *r, const struct mkey_type *type,
 	size_t i = hash_name(type->name, desc) & mask;
 
 	while (r->index[i]) {
-		struct mkey *k = r->index[i];
+		struct mkey *k = slot_key(r, i);
 
 		if (k->type == type && k->type->match(k, desc))
 			break;
@@ -216,43 +222,68 @@ struct mkey *mring_find(const struct mkey *keyring,
 			const struct mkey_type *type, const char *desc)
 {
 	const struct mring *r = keyring->ring;
+	size_t slot;
 
 	if (!r || r->icap == 0)
 		return NULL;
-	return r->index[index_slot(r, type, desc)];
+	slot = index_slot(r, type, desc);
+	return r->index[slot] ? slot_key(r, slot) : NULL;
+}
+
+/* Index every link anew (the positions changed, or the table did). */
+static void index_fill(struct mring *r)
+{
+	struct mkey *k;
+
+	memset(r->index, 0, r->icap * sizeof(*r->index));
+	mring_for_each(r, i, k)
+		r->index[index_slot(r, k->type, k->desc)] = (uint32_t)i + 1;
 }
 
 static int index_grow(struct mring *r, size_t want)
 {
 	size_t icap = r->icap ? r->icap : 8;
-	struct mkey **old = r->index;
-	size_t oldcap = r->icap;
+	uint32_t *index;
 
 	while (icap < 2 * want)
 		icap *= 2;
 	if (icap == r->icap)
 		return 0;
-	r->index = calloc(icap, sizeof(*r->index));
-	if (!r->index) {
-		r->index = old;
+	index = malloc(icap * sizeof(*index));
+	if (!index)
 		return -ENOMEM;
-	}
+	free(r->index);
+	r->index = index;
 	r->icap = icap;
-	for (size_t i = 0; i < oldcap; i++)
-		if (old[i])
-			r->index[index_slot(r, old[i]->type, old[i]->desc)] = old[i];
-	free(old);
+	index_fill(r);
 	return 0;
+}
+
+/* Squeeze the holes out of links, keeping the order. */
+static void links_compact(struct mring *r)
+{
+	size_t n = 0;
+	struct mkey *k;
+
+	mring_for_each(r, i, k)
+		r->links[n++] = k;
+	r->nslots = n;
+	index_fill(r);
 }
 
 int mring_reserve(struct mkey *keyring, struct mkey *child)
 {
 	struct mring *r = keyring->ring;
 
-	if (r->nlinks + 1 > r->cap) {
+	if (r->nslots == r->cap && r->nlinks < r->nslots)
+		links_compact(r);
+	if (r->nslots + 1 > r->cap) {
 		size_t cap = r->cap ? r->cap * 2 : 8;
-		struct mkey **l = realloc(r->links, cap * sizeof(*l));
+		struct mkey **l;
 
+		if (cap >= UINT32_MAX)	/* index positions are 32-bit */
+			return -ENOMEM;
+		l = realloc(r->links, cap * sizeof(*l));
 		if (!l)
 			return -ENOMEM;
 		r->links = l;
@@ -292,19 +323,21 @@ static void index_delete(struct mring *r, size_t i)
 	size_t mask = r->icap - 1;
 	size_t j = i;
 
-	r->index[i] = NULL;
+	r->index[i] = 0;
 	for (;;) {
+		const struct mkey *k;
 		size_t home;
 
 		j = (j + 1) & mask;
 		if (!r->index[j])
 			return;
-		home = hash_name(r->index[j]->type->name, r->index[j]->desc) & mask;
+		k = slot_key(r, j);
+		home = hash_name(k->type->name, k->desc) & mask;
 		/* Move j back into the hole unless its home lies cyclically
 		 * in (i, j]. */
 		if (i <= j ? (home <= i || home > j) : (home <= i && home > j)) {
 			r->index[i] = r->index[j];
-			r->index[j] = NULL;
+			r->index[j] = 0;
 			i = j;
 		}
 	}
@@ -314,49 +347,50 @@ struct mkey *mring_link(struct mkey *keyring, struct mkey *child)
 {
 	struct mring *r = keyring->ring;
 	size_t slot = index_slot(r, child->type, child->desc);
-	struct mkey *old = r->index[slot];
+	struct mkey *old;
 
-	if (old == child)
-		return NULL;
-	r->index[slot] = child;
-	mkey_parents(child)[child->nparents++] = keyring;
-	r->nrings += mem_is_keyring(child);
-	if (old) {
-		r->nrings -= mem_is_keyring(old);
+	if (!r->index[slot]) {
+		r->links[r->nslots++] = child;
+		r->index[slot] = (uint32_t)r->nslots;
+		r->nlinks++;
+		old = NULL;
+	} else {
+		old = slot_key(r, slot);
+		if (old == child)
+			return NULL;
 		/* Displace in place, as the kernel's assoc_array replaces
 		 * the leaf: the new key takes the old one's position. */
-		for (size_t i = 0; i < r->nlinks; i++)
-			if (r->links[i] == old) {
-				r->links[i] = child;
-				break;
-			}
+		r->links[r->index[slot] - 1] = child;
+		r->nrings -= mem_is_keyring(old);
 		parent_remove(old, keyring);
-		return old;
 	}
-	r->links[r->nlinks++] = child;
+	mkey_parents(child)[child->nparents++] = keyring;
+	r->nrings += mem_is_keyring(child);
 	keyring->datalen = r->nlinks * MEM_LINK_BYTES;
-	return NULL;
+	return old;
 }
 
 bool mring_unlink(struct mkey *keyring, struct mkey *child)
 {
 	struct mring *r = keyring->ring;
-	size_t slot;
+	size_t slot, at;
 
 	if (!r || r->icap == 0)
 		return false;
 	slot = index_slot(r, child->type, child->desc);
-	if (r->index[slot] != child)
+	if (!r->index[slot] || slot_key(r, slot) != child)
 		return false;
+	at = r->index[slot] - 1;
 	index_delete(r, slot);
+	r->links[at] = NULL;
+	r->nlinks--;
+	while (r->nslots && !r->links[r->nslots - 1])
+		r->nslots--;
+	/* Squeezing costs a pass over the links: once the holes outnumber
+	 * them, so that each unlink pays for about one step of it. */
+	if (r->nslots - r->nlinks > r->nlinks + 8)
+		links_compact(r);
 	r->nrings -= mem_is_keyring(child);
-	for (size_t i = 0; i < r->nlinks; i++)
-		if (r->links[i] == child) {
-			memmove(&r->links[i], &r->links[i + 1],
-				(r->nlinks - i - 1) * sizeof(*r->links));
-			r->nlinks--;
-			break;
-		}
 	parent_remove(child, keyring);
 	keyring->datalen = r->nlinks * MEM_LINK_BYTES;
 	return true;
@@ -365,18 +399,29 @@ bool mring_unlink(struct mkey *keyring, struct mkey *child)
 void mring_clear(struct keyfs_backend *b, struct mkey *keyring)
 {
 	struct mring *r = keyring->ring;
+	struct mkey *k;
 
 	if (!r)
 		return;
-	for (size_t i = 0; i < r->nlinks; i++) {
-		parent_remove(r->links[i], keyring);
-		mem_key_unref(b, r->links[i]);
+	mring_for_each(r, i, k) {
+		parent_remove(k, keyring);
+		mem_key_unref(b, k);
 	}
+	r->nslots = 0;
 	r->nlinks = 0;
 	r->nrings = 0;
 	if (r->index)
 		memset(r->index, 0, r->icap * sizeof(*r->index));
 	keyring->datalen = 0;
+}
+
+void mring_serials(const struct mring *r, kserial_t *out)
+{
+	const struct mkey *k;
+	size_t n = 0;
+
+	mring_for_each(r, i, k)
+		out[n++] = k->serial;
 }
 
 /* ---- keyring ---- */
@@ -439,8 +484,7 @@ static int keyring_read(const struct mkey *key, void **buf_alloc, size_t *len)
 		buf = malloc(n * sizeof(*buf));
 		if (!buf)
 			return -ENOMEM;
-		for (size_t i = 0; i < n; i++)
-			buf[i] = key->ring->links[i]->serial;
+		mring_serials(key->ring, buf);
 	}
 	*buf_alloc = buf;
 	*len = n * sizeof(*buf);

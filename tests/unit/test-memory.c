@@ -495,6 +495,75 @@ static void test_request(void)
 	unlink(callout);
 }
 
+/* Does keyring list exactly want[0, n), in that order, and say its size
+ * is n links? */
+static bool same_links(struct keyfs_backend *b, kserial_t keyring,
+		       const kserial_t *want, size_t n)
+{
+	kserial_t *list = NULL;
+	struct key_info ki;
+	size_t got = 0;
+	bool same;
+
+	if (ops->list(b, &me, keyring, &list, &got) < 0)
+		return false;
+	same = got == n && (n == 0 || memcmp(list, want, n * sizeof(*list)) == 0);
+	free(list);
+	return same && ops->describe(b, &me, keyring, &ki) == 0 &&
+	       ki.size == n * sizeof(kserial_t);
+}
+
+/* Unlinks leave holes in a keyring's link table that later links and
+ * lookups step over, and the order survives their squeezing out. */
+static void test_unlink_order(struct keyfs_backend *b, const char *name)
+{
+	enum { N = 150 };	/* the mounter may own 200 keys */
+	kserial_t s = spec(b, KEYFS_SPEC_SESSION), kr, found;
+	kserial_t model[2 * N], keys[N];
+	size_t n = 0, i, lost = 0, missing = 0;
+	char desc[32];
+
+	kr = add(b, &me, "keyring", name, NULL, s);
+	for (i = 0; i < N; i++) {
+		snprintf(desc, sizeof(desc), "h%zu", i);
+		keys[i] = model[n++] = add(b, &me, "user", desc, "x", kr);
+	}
+	ok(same_links(b, kr, model, n), "%s: %d links in order", name, N);
+
+	/* Two of three go, from the back, then the front: the holes come to
+	 * outnumber the links, which squeezes them out. */
+	n = 0;
+	for (i = N; i-- > 0;)
+		if (i % 3 && ops->unlink(b, &me, keys[i], kr) < 0)
+			lost++;
+	for (i = 0; i < N; i += 3)
+		model[n++] = keys[i];
+	is_int(lost, 0, "%s: every unlink done", name);
+	ok(same_links(b, kr, model, n), "%s: the rest in their order", name);
+	for (i = 0; i < N; i++) {
+		snprintf(desc, sizeof(desc), "h%zu", i);
+		if ((ops->find(b, &me, kr, "user", desc, &found) == 0) != !(i % 3))
+			missing++;
+	}
+	is_int(missing, 0, "%s: each name found exactly when linked", name);
+
+	/* New links go after the last, displacing ones take the old place. */
+	for (i = 0; i < 30; i++) {
+		snprintf(desc, sizeof(desc), "new%zu", i);
+		model[n++] = add(b, &me, "keyring", desc, NULL, kr);
+	}
+	found = add(b, &me, "user", "h3", "y", s);
+	is_int(ops->link(b, &me, found, kr), 0, "%s: displace h3", name);
+	model[1] = found;
+	ok(same_links(b, kr, model, n), "%s: appended and displaced in place",
+	   name);
+	for (i = 0; i < n; i++)
+		ops->unlink(b, &me, model[i], kr);
+	ok(same_links(b, kr, model, 0), "%s: emptied", name);
+	found = add(b, &me, "user", "again", "z", kr);
+	ok(same_links(b, kr, &found, 1), "%s: and used again", name);
+}
+
 static void test_store(void)
 {
 	char dir[256], store[300];
@@ -548,6 +617,67 @@ static void test_store(void)
 	       "and is undone");
 	is_int(ops->find(b, &me, kr, "user", "kept", &found), 0,
 	       "the rest is still there");
+	ops->destroy(b);
+}
+
+/* The same with a store: what a save writes, a failed save puts back, and
+ * a restart loads, is the order the keyring had. */
+static void test_store_order(void)
+{
+	char dir[256], store[300], journal[320];
+	struct keyfs_backend *b;
+	kserial_t s, kr, *before = NULL, *after = NULL, k[6];
+	size_t nb = 0, na = 0;
+
+	snprintf(dir, sizeof(dir), "%s/order", tmpdir);
+	snprintf(store, sizeof(store), "%s/keys.json", dir);
+	snprintf(journal, sizeof(journal), "%s.journal", store);
+	mkdir(dir, 0700);
+	b = start(store, NULL);
+	ok(b != NULL, "start with a store for the order tests");
+	if (!b)
+		return;
+	test_unlink_order(b, "holes-store");
+	s = spec(b, KEYFS_SPEC_SESSION);
+	kr = add(b, &me, "keyring", "ordered", NULL, s);
+	for (int i = 0; i < 6; i++) {
+		char desc[8];
+
+		snprintf(desc, sizeof(desc), "o%d", i);
+		k[i] = add(b, &me, "user", desc, "x", kr);
+	}
+	ops->unlink(b, &me, k[1], kr);
+	ops->unlink(b, &me, k[4], kr);
+	ops->list(b, &me, kr, &before, &nb);
+	ops->destroy(b);
+
+	b = start(store, NULL);
+	ok(b != NULL, "restart");
+	if (!b) {
+		free(before);
+		return;
+	}
+	ops->list(b, &me, kr, &after, &na);
+	ok(na == nb && memcmp(after, before, nb * sizeof(*after)) == 0,
+	   "a restart keeps the order left by the unlinks");
+	free(after);
+
+	/* A batch that unlinks and links, then cannot be saved, is undone
+	 * to the order it started from. */
+	ops->batch_begin(b);
+	ops->unlink(b, &me, k[0], kr);
+	ops->unlink(b, &me, k[3], kr);
+	add(b, &me, "user", "late", "x", kr);
+	ops->unlink(b, &me, k[5], kr);
+	unlink(journal);
+	unlink(store);
+	rmdir(dir);
+	ok(ops->batch_end(b) < 0, "the batch's save fails");
+	ops->list(b, &me, kr, &after, &na);
+	ok(na == nb && memcmp(after, before, nb * sizeof(*after)) == 0,
+	   "and its unlinks are undone in place");
+	free(after);
+	free(before);
 	ops->destroy(b);
 }
 
@@ -638,8 +768,14 @@ int main(void)
 		test_type_info(b);
 		ops->destroy(b);
 	}
+	b = start(NULL, NULL);
+	if (b) {
+		test_unlink_order(b, "holes");
+		ops->destroy(b);
+	}
 	test_request();
 	test_store();
+	test_store_order();
 	rmdir(tmpdir);
 	return done_testing();
 }
