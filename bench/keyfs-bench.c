@@ -279,6 +279,22 @@ static double m_cat(enum target t, const char *ring, unsigned long j, int iters)
 	return (now() - t0) * 1e6 / iters;
 }
 
+/* A stat of .keyfs/search/user/needle: the memory backend searches the
+ * session keyring and every keyring nested in it, as request_key(2). */
+static double m_search(enum target t, int iters)
+{
+	char path[4096];
+	struct stat st;
+	snprintf(path, sizeof(path), "%s/.keyfs/search/user/needle", tg[t].root);
+	double t0 = now();
+	for (int i = 0; i < iters; i++)
+		if (stat(path, &st) < 0) {
+			fail("stat", path, errno);
+			return NAN;
+		}
+	return (now() - t0) * 1e6 / iters;
+}
+
 /*
  * When each target last listed or looked up names in the large keyring.
  * keyfs answers a listing with readdirplus, which leaves the kernel a
@@ -960,6 +976,24 @@ int main(int argc, char **argv)
 				}
 	}
 
+	/* Memory, caches off: a search with the keys above in the session,
+	 * then (below) with the big ring's too. */
+	const int search_iters = plan.quick ? 200 : 2000;
+	double search_before = NAN, search_after = NAN;
+	unsigned long total_keys = (unsigned long)window + 1;	/* near empty's, the needle */
+	for (int k = 0; k < nsizes; k++)
+		total_keys += sizes[k];
+	if (have(T_MEM_OFF)) {
+		char path[4096];
+		ring_path(path, sizeof(path), T_MEM_OFF, "rs");
+		if (mkdir(path, 0700) < 0)
+			fail("mkdir", path, errno);
+		strcat(path, "/needle");
+		if (create_file(path) < 0)
+			fail("create", path, errno);
+		search_before = m_search(T_MEM_OFF, search_iters);
+	}
+
 	/* Memory: fill the big ring and list it; the cost of creating near full. */
 	long mem_rss0[2] = { -1, -1 }, mem_rss1[2] = { -1, -1 }, mem_hwm0[2] = { -1, -1 }, mem_hwm1[2] = { -1, -1 };
 	for (int k = 0; k < 2; k++) {
@@ -1000,6 +1034,9 @@ int main(int argc, char **argv)
 				MEASURE(r_big, t, rep, m_ls((enum target)t, ring_big));
 		}
 
+	if (have(T_MEM_OFF) && big_have[1] >= plan.big)
+		search_after = m_search(T_MEM_OFF, search_iters);
+
 	/* Memory: unlinking keys spread over the big ring. */
 	for (int k = 0; k < 2; k++) {
 		int t = k ? T_MEM_OFF : T_MEM_DEF;
@@ -1020,10 +1057,14 @@ int main(int argc, char **argv)
 	struct row *r_cbig = row_new(U_US, 1, "create near %lu keys (memory; median of the last %d)", plan.big, window);
 	struct row *r_u100 = row_new(U_US, 1, "unlink near empty (memory; median of %d)", window);
 	struct row *r_ubig = row_new(U_US, 1, "unlink in %lu keys (memory; median of %d spread out)", plan.big, window);
+	struct row *r_s0 = row_new(U_US, 1, "search/user lookup, %lu keys in the session (memory)", total_keys);
+	struct row *r_s1 = row_new(U_US, 1, "search/user lookup, %lu keys in the session (memory)", total_keys + plan.big);
 	struct row *r_fill = row_new(U_S, 1, "fill %lu keys by create (memory)", plan.big);
 	struct row *r_rss = row_new(U_BYTES, 1, "daemon RSS per key beyond payload+name (memory: fill; kernel: seen by ls)");
 	r_c100->nsamples = r_cbig->nsamples = r_fill->nsamples = r_rss->nsamples = 1;
-	r_u100->nsamples = r_ubig->nsamples = 1;
+	r_u100->nsamples = r_ubig->nsamples = r_s0->nsamples = r_s1->nsamples = 1;
+	r_s0->v[T_MEM_OFF][0] = search_before;
+	r_s1->v[T_MEM_OFF][0] = search_after;
 	for (int k = 0; k < 2; k++) {
 		int t = k ? T_MEM_OFF : T_MEM_DEF;
 		if (!have(t))
@@ -1134,6 +1175,13 @@ int main(int argc, char **argv)
 		else
 			snprintf(fig, sizeof(fig), "> %.0f s (stopped at %lu)", fill_time[k], big_have[k]);
 		target_line(what, fig, "seconds (< 60 s)", !have(t) ? -1 : big_have[k] >= plan.big && fill_time[k] < 60);
+	}
+	{
+		double x = search_after / search_before;
+		char what[96];
+		snprintf(what, sizeof(what), "search lookup with %lu more keys, memory (caches off)", plan.big);
+		snprintf(fig, sizeof(fig), "%.2fx (%.0f us vs %.0f us)", x, search_after, search_before);
+		target_line(what, fig, "<= 1.50x (no O(n) path)", isnan(x) ? -1 : x <= 1.5);
 	}
 	for (int k = 0; k < 2; k++) {
 		int t = k ? T_KER_DEF : T_MEM_DEF;

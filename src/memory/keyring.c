@@ -48,9 +48,8 @@ static int cycle_walk(struct keyfs_backend *b, struct mkey *k,
 		return 0;
 	if (mring_find(k, target->type, target->desc) == target)
 		return -EDEADLK;
-	mring_for_each(r, i, ch) {
-		if (!mem_is_keyring(ch))
-			continue;
+	for (size_t i = 0; i < r->nrings; i++) {
+		ch = r->rings[i];
 		if (sp >= KEYFS_NEST_MAX)
 			return -ELOOP;
 		if (ch->walk_stamp == stamp && ch->walk_depth >= sp + 1)
@@ -174,8 +173,9 @@ static bool search_keyring(struct msearch *s, struct mkey *kr, int sp)
 		return true;
 	if (sp >= KEYFS_NEST_MAX)
 		return false;
-	mring_for_each(kr->ring, i, ch) {
-		if (!mem_is_keyring(ch) || !mem_search_ok(s->c, ch, s->possessed))
+	for (size_t i = 0; i < kr->ring->nrings; i++) {
+		ch = kr->ring->rings[i];
+		if (!mem_search_ok(s->c, ch, s->possessed))
 			continue;
 		if (search_keyring(s, ch, sp + 1))
 			return true;

@@ -101,8 +101,11 @@ struct mring {
 	struct mkey **links;	/* links[0, nslots): keys and holes */
 	size_t nslots, cap;
 	size_t nlinks;		/* the keys among them: the payload's size */
-	size_t nrings;		/* how many of the links are keyrings: the
-				 * directory's link count, kept, not counted */
+	/* The keyrings among the links, in link order: what a search or a
+	 * cycle check walks into, without a pass over every key.  nrings
+	 * is also the directory's link count, kept, not counted. */
+	struct mkey **rings;
+	size_t nrings, rcap;
 	uint32_t *index;	/* open addressing, linear probing: a link's
 				 * position in links + 1; 0: free */
 	size_t icap;		/* a power of two, at least twice nlinks */

@@ -190,6 +190,7 @@ void mring_free(struct mring *r)
 	if (!r)
 		return;
 	free(r->links);
+	free(r->rings);
 	free(r->index);
 	free(r->restrict_type);
 	free(r->restriction);
@@ -291,6 +292,15 @@ int mring_reserve(struct mkey *keyring, struct mkey *child)
 	}
 	if (index_grow(r, r->nlinks + 1) < 0)
 		return -ENOMEM;
+	if (mem_is_keyring(child) && r->nrings + 1 > r->rcap) {
+		size_t cap = r->rcap ? r->rcap * 2 : 4;
+		struct mkey **l = realloc(r->rings, cap * sizeof(*l));
+
+		if (!l)
+			return -ENOMEM;
+		r->rings = l;
+		r->rcap = cap;
+	}
 	if (child->nparents + 1 > child->pcap) {
 		uint32_t cap = child->pcap * 2;
 		bool inline1 = child->pcap == 1;
@@ -314,6 +324,27 @@ static void parent_remove(struct mkey *child, struct mkey *keyring)
 			mkey_parents(child)[i] = mkey_parents(child)[--child->nparents];
 			return;
 		}
+}
+
+/* Where keyring k is in r->rings (nrings if it is not). */
+static size_t ring_place(const struct mring *r, const struct mkey *k)
+{
+	size_t i = 0;
+
+	while (i < r->nrings && r->rings[i] != k)
+		i++;
+	return i;
+}
+
+static void ring_remove(struct mring *r, const struct mkey *k)
+{
+	size_t i = ring_place(r, k);
+
+	if (i == r->nrings)
+		return;
+	memmove(&r->rings[i], &r->rings[i + 1],
+		(r->nrings - i - 1) * sizeof(*r->rings));
+	r->nrings--;
 }
 
 /* Remove slot i from the index, shifting back the entries of its probe
@@ -353,19 +384,22 @@ struct mkey *mring_link(struct mkey *keyring, struct mkey *child)
 		r->links[r->nslots++] = child;
 		r->index[slot] = (uint32_t)r->nslots;
 		r->nlinks++;
+		if (mem_is_keyring(child))
+			r->rings[r->nrings++] = child;
 		old = NULL;
 	} else {
 		old = slot_key(r, slot);
 		if (old == child)
 			return NULL;
 		/* Displace in place, as the kernel's assoc_array replaces
-		 * the leaf: the new key takes the old one's position. */
+		 * the leaf: the new key takes the old one's position.  The
+		 * two have one type: both keyrings or neither. */
 		r->links[r->index[slot] - 1] = child;
-		r->nrings -= mem_is_keyring(old);
+		if (mem_is_keyring(child))
+			r->rings[ring_place(r, old)] = child;
 		parent_remove(old, keyring);
 	}
 	mkey_parents(child)[child->nparents++] = keyring;
-	r->nrings += mem_is_keyring(child);
 	keyring->datalen = r->nlinks * MEM_LINK_BYTES;
 	return old;
 }
@@ -390,7 +424,8 @@ bool mring_unlink(struct mkey *keyring, struct mkey *child)
 	 * them, so that each unlink pays for about one step of it. */
 	if (r->nslots - r->nlinks > r->nlinks + 8)
 		links_compact(r);
-	r->nrings -= mem_is_keyring(child);
+	if (mem_is_keyring(child))
+		ring_remove(r, child);
 	parent_remove(child, keyring);
 	keyring->datalen = r->nlinks * MEM_LINK_BYTES;
 	return true;

@@ -518,7 +518,7 @@ static bool same_links(struct keyfs_backend *b, kserial_t keyring,
 static void test_unlink_order(struct keyfs_backend *b, const char *name)
 {
 	enum { N = 150 };	/* the mounter may own 200 keys */
-	kserial_t s = spec(b, KEYFS_SPEC_SESSION), kr, found;
+	kserial_t s = spec(b, KEYFS_SPEC_SESSION), kr, found, inner, other;
 	kserial_t model[2 * N], keys[N];
 	size_t n = 0, i, lost = 0, missing = 0;
 	char desc[32];
@@ -557,6 +557,29 @@ static void test_unlink_order(struct keyfs_backend *b, const char *name)
 	model[1] = found;
 	ok(same_links(b, kr, model, n), "%s: appended and displaced in place",
 	   name);
+
+	/* A search walks into the keyrings among the links: those left
+	 * after unlinks, and one that displaced another of its name. */
+	inner = model[n - 1];
+	add(b, &me, "user", "deep", "d", inner);
+	is_int(ops->search(b, &me, "user", "deep", &found), 0,
+	       "%s: a search finds a key in a nested keyring", name);
+	ops->unlink(b, &me, model[n - 2], kr);
+	is_int(ops->search(b, &me, "user", "deep", &found), 0,
+	       "%s: and after another keyring's unlink", name);
+	other = add(b, &me, "keyring", "new29", NULL, s);
+	is_int(ops->link(b, &me, other, kr), 0,
+	       "%s: a keyring displaces the one of its name", name);
+	is_int(ops->search(b, &me, "user", "deep", &found), -ENOKEY,
+	       "%s: the displaced keyring is not searched", name);
+	add(b, &me, "user", "deep2", "d", other);
+	is_int(ops->search(b, &me, "user", "deep2", &found), 0,
+	       "%s: the one that displaced it is", name);
+	is_int(ops->link(b, &me, kr, other), -EDEADLK,
+	       "%s: and a cycle through it is seen", name);
+	model[n - 1] = other;
+	model[n - 2] = model[n - 1];
+	n--;
 	for (i = 0; i < n; i++)
 		ops->unlink(b, &me, model[i], kr);
 	ok(same_links(b, kr, model, 0), "%s: emptied", name);
