@@ -279,20 +279,35 @@ static double m_cat(enum target t, const char *ring, unsigned long j, int iters)
 	return (now() - t0) * 1e6 / iters;
 }
 
-/* A stat of .keyfs/search/user/needle: the memory backend searches the
- * session keyring and every keyring nested in it, as request_key(2). */
-static double m_search(enum target t, int iters)
+/*
+ * Stats of .keyfs/search/user/NAME, alternating two names: "near" is
+ * linked in the session keyring itself, "needle" in a keyring linked after
+ * the big one, so that the memory backend's search (as request_key(2):
+ * the session, then each keyring nested in it) walks past the big ring to
+ * find it.  Per-stat medians go to *near and *far; alternating keeps a
+ * drift of the machine out of their ratio.
+ */
+static void m_search(enum target t, int iters, double *near, double *far)
 {
-	char path[4096];
+	static double v[2][4000];
+	char path[2][4096];
 	struct stat st;
-	snprintf(path, sizeof(path), "%s/.keyfs/search/user/needle", tg[t].root);
-	double t0 = now();
+	snprintf(path[0], sizeof(path[0]), "%s/.keyfs/search/user/near", tg[t].root);
+	snprintf(path[1], sizeof(path[1]), "%s/.keyfs/search/user/needle", tg[t].root);
+	*near = *far = NAN;
+	if (iters > 4000)
+		iters = 4000;
 	for (int i = 0; i < iters; i++)
-		if (stat(path, &st) < 0) {
-			fail("stat", path, errno);
-			return NAN;
+		for (int w = 0; w < 2; w++) {
+			double t0 = now();
+			if (stat(path[w], &st) < 0) {
+				fail("stat", path[w], errno);
+				return;
+			}
+			v[w][i] = (now() - t0) * 1e6;
 		}
-	return (now() - t0) * 1e6 / iters;
+	*near = median(v[0], iters);
+	*far = median(v[1], iters);
 }
 
 /*
@@ -976,13 +991,9 @@ int main(int argc, char **argv)
 				}
 	}
 
-	/* Memory, caches off: a search with the keys above in the session,
-	 * then (below) with the big ring's too. */
+	/* Memory, caches off: the keys a search finds (m_search). */
 	const int search_iters = plan.quick ? 200 : 2000;
-	double search_before = NAN, search_after = NAN;
-	unsigned long total_keys = (unsigned long)window + 1;	/* near empty's, the needle */
-	for (int k = 0; k < nsizes; k++)
-		total_keys += sizes[k];
+	double search_near = NAN, search_far = NAN;
 	if (have(T_MEM_OFF)) {
 		char path[4096];
 		ring_path(path, sizeof(path), T_MEM_OFF, "rs");
@@ -991,7 +1002,9 @@ int main(int argc, char **argv)
 		strcat(path, "/needle");
 		if (create_file(path) < 0)
 			fail("create", path, errno);
-		search_before = m_search(T_MEM_OFF, search_iters);
+		ring_path(path, sizeof(path), T_MEM_OFF, "near");
+		if (create_file(path) < 0)
+			fail("create", path, errno);
 	}
 
 	/* Memory: fill the big ring and list it; the cost of creating near full. */
@@ -1035,7 +1048,7 @@ int main(int argc, char **argv)
 		}
 
 	if (have(T_MEM_OFF) && big_have[1] >= plan.big)
-		search_after = m_search(T_MEM_OFF, search_iters);
+		m_search(T_MEM_OFF, search_iters, &search_near, &search_far);
 
 	/* Memory: unlinking keys spread over the big ring. */
 	for (int k = 0; k < 2; k++) {
@@ -1057,14 +1070,16 @@ int main(int argc, char **argv)
 	struct row *r_cbig = row_new(U_US, 1, "create near %lu keys (memory; median of the last %d)", plan.big, window);
 	struct row *r_u100 = row_new(U_US, 1, "unlink near empty (memory; median of %d)", window);
 	struct row *r_ubig = row_new(U_US, 1, "unlink in %lu keys (memory; median of %d spread out)", plan.big, window);
-	struct row *r_s0 = row_new(U_US, 1, "search/user lookup, %lu keys in the session (memory)", total_keys);
-	struct row *r_s1 = row_new(U_US, 1, "search/user lookup, %lu keys in the session (memory)", total_keys + plan.big);
+	struct row *r_s0 = row_new(U_US, 1, "search/user lookup of a key in the session (memory; median of %d)",
+				   search_iters);
+	struct row *r_s1 = row_new(U_US, 1, "search/user lookup past the %lu-key ring (memory; median of %d)",
+				   plan.big, search_iters);
 	struct row *r_fill = row_new(U_S, 1, "fill %lu keys by create (memory)", plan.big);
 	struct row *r_rss = row_new(U_BYTES, 1, "daemon RSS per key beyond payload+name (memory: fill; kernel: seen by ls)");
 	r_c100->nsamples = r_cbig->nsamples = r_fill->nsamples = r_rss->nsamples = 1;
 	r_u100->nsamples = r_ubig->nsamples = r_s0->nsamples = r_s1->nsamples = 1;
-	r_s0->v[T_MEM_OFF][0] = search_before;
-	r_s1->v[T_MEM_OFF][0] = search_after;
+	r_s0->v[T_MEM_OFF][0] = search_near;
+	r_s1->v[T_MEM_OFF][0] = search_far;
 	for (int k = 0; k < 2; k++) {
 		int t = k ? T_MEM_OFF : T_MEM_DEF;
 		if (!have(t))
@@ -1177,10 +1192,11 @@ int main(int argc, char **argv)
 		target_line(what, fig, "seconds (< 60 s)", !have(t) ? -1 : big_have[k] >= plan.big && fill_time[k] < 60);
 	}
 	{
-		double x = search_after / search_before;
+		double x = search_far / search_near;
 		char what[96];
-		snprintf(what, sizeof(what), "search lookup with %lu more keys, memory (caches off)", plan.big);
-		snprintf(fig, sizeof(fig), "%.2fx (%.0f us vs %.0f us)", x, search_after, search_before);
+		snprintf(what, sizeof(what), "search lookup past %lu keys vs in the session, memory (caches off)",
+			 plan.big);
+		snprintf(fig, sizeof(fig), "%.2fx (%.0f us vs %.0f us)", x, search_far, search_near);
 		target_line(what, fig, "<= 1.50x (no O(n) path)", isnan(x) ? -1 : x <= 1.5);
 	}
 	for (int k = 0; k < 2; k++) {
