@@ -587,6 +587,14 @@ static void test_unlink_order(struct keyfs_backend *b, const char *name)
 	ok(same_links(b, kr, &found, 1), "%s: and used again", name);
 }
 
+/* A directory of its own under tmpdir for a store: dir and its store. */
+static void store_paths(const char *name, char dir[256], char store[300])
+{
+	snprintf(dir, 256, "%s/%s", tmpdir, name);
+	snprintf(store, 300, "%s/keys.json", dir);
+	mkdir(dir, 0700);
+}
+
 static void test_store(void)
 {
 	char dir[256], store[300];
@@ -594,9 +602,7 @@ static void test_store(void)
 	kserial_t s, k, kr, found, s2;
 	struct key_info ki;
 
-	snprintf(dir, sizeof(dir), "%s/store", tmpdir);
-	snprintf(store, sizeof(store), "%s/keys.json", dir);
-	mkdir(dir, 0700);
+	store_paths("store", dir, store);
 	b = start(store, NULL);
 	ok(b != NULL, "start with a new store");
 	if (!b)
@@ -652,10 +658,8 @@ static void test_store_order(void)
 	kserial_t s, kr, *before = NULL, *after = NULL, k[6];
 	size_t nb = 0, na = 0;
 
-	snprintf(dir, sizeof(dir), "%s/order", tmpdir);
-	snprintf(store, sizeof(store), "%s/keys.json", dir);
+	store_paths("order", dir, store);
 	snprintf(journal, sizeof(journal), "%s.journal", store);
-	mkdir(dir, 0700);
 	b = start(store, NULL);
 	ok(b != NULL, "start with a store for the order tests");
 	if (!b)
