@@ -668,7 +668,7 @@ static void test_store_order(void)
 	s = spec(b, KEYFS_SPEC_SESSION);
 	kr = add(b, &me, "keyring", "ordered", NULL, s);
 	for (int i = 0; i < 6; i++) {
-		char desc[8];
+		char desc[16];
 
 		snprintf(desc, sizeof(desc), "o%d", i);
 		k[i] = add(b, &me, "user", desc, "x", kr);
