@@ -178,3 +178,21 @@ mount_with_bulk() {
 	run kerrno stat "$MNT/session/ring/b"
 	assert_output EACCES
 }
+
+@test "kernel: a keyring made read-only with keyctl refuses a new entry at once, within entry_timeout" {
+	skip_unless_kernel
+	keyfs_mount
+	mkdir "$MNT/session/ring"
+	echo -n v > "$MNT/session/ring/a"
+	local r
+	r=$(ino "$MNT/session/ring")
+	keyctl setperm "$r" 0x3b3b0000	# write neither as possessor nor as owner
+	# keyfs described the keyring a moment ago; the create asks again
+	run kerrno open "$MNT/session/ring/new" wcx
+	assert_output EACCES
+	run kerrno stat "$MNT/session/ring/new"
+	assert_output ENOENT
+	keyctl setperm "$r" 0x3f3f0000
+	run kerrno open "$MNT/session/ring/new" wcx
+	assert_output OK
+}

@@ -29,7 +29,9 @@ static int keyring_writable(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 			    kserial_t keyring)
 {
 	struct key_info ki;
-	int ret = BACKEND_CALL(ctx, describe, c, keyring, &ki);
+	/* Its perm now (no size, no expiry): a keyring made read-only with
+	 * keyctl refuses a new entry at once, not at the close. */
+	int ret = ctx_describe(ctx, c, keyring, KEY_INFO_FRESH, &ki);
 
 	if (ret < 0)
 		return ret;
@@ -60,8 +62,9 @@ int pending_info(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 	ki->state = KEY_STATE_PENDING;
 	ki->expiry = n->pk->expiry;
 	ki->nlink = n->unlinked ? 0 : 1;
-	/* The key will be possessed by whoever possesses its keyring. */
-	ki->possessed = BACKEND_CALL(ctx, describe, c, n->pk->parent, &parent) == 0 &&
+	/* The key will be possessed by whoever possesses its keyring: a
+	 * description of it from this request or the one before serves. */
+	ki->possessed = ctx_describe(ctx, c, n->pk->parent, 0, &parent) == 0 &&
 			parent.possessed;
 	ki->mtime = n->pk->mtime;
 	ki->ctime = n->pk->ctime;
