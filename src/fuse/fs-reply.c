@@ -168,5 +168,8 @@ bool is_keyring(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 {
 	struct key_info ki;
 
+	/* A key's type never changes: no size, no expiry, no fresh look. */
+	if (tn->kind == T_KEY)
+		return tree_key_is_keyring(ctx, c, tn->serial) == 0;
 	return attr_key_info(ctx, c, tn, &ki) == 0 && keyfs_is_keyring_type(ki.type);
 }

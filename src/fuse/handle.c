@@ -279,7 +279,7 @@ int handle_update_payload(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 
 	if (!ki)
 		return -ENOMEM;
-	if (BACKEND_CALL(ctx, describe, c, serial, ki) == 0)
+	if (ctx_describe(ctx, c, serial, KEY_INFO_EXPIRY, ki) == 0)
 		expiry = ki->expiry;
 	free(ki);
 	ctx_batch_begin(ctx);	/* with its expiry, one change of a store */
