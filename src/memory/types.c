@@ -272,35 +272,40 @@ static void links_compact(struct mring *r)
 	index_fill(r);
 }
 
+/* Room for one more in *v, which holds n of *cap (doubled from first);
+ * at most max.  0 or -ENOMEM. */
+static int keys_room(struct mkey ***v, size_t n, size_t *cap, size_t first,
+		     size_t max)
+{
+	size_t want = *cap ? *cap * 2 : first;
+	struct mkey **l;
+
+	if (n < *cap)
+		return 0;
+	if (want > max)
+		return -ENOMEM;
+	l = realloc(*v, want * sizeof(*l));
+	if (!l)
+		return -ENOMEM;
+	*v = l;
+	*cap = want;
+	return 0;
+}
+
 int mring_reserve(struct mkey *keyring, struct mkey *child)
 {
 	struct mring *r = keyring->ring;
 
 	if (r->nslots == r->cap && r->nlinks < r->nslots)
 		links_compact(r);
-	if (r->nslots + 1 > r->cap) {
-		size_t cap = r->cap ? r->cap * 2 : 8;
-		struct mkey **l;
-
-		if (cap >= UINT32_MAX)	/* index positions are 32-bit */
-			return -ENOMEM;
-		l = realloc(r->links, cap * sizeof(*l));
-		if (!l)
-			return -ENOMEM;
-		r->links = l;
-		r->cap = cap;
-	}
+	/* index positions are 32-bit */
+	if (keys_room(&r->links, r->nslots, &r->cap, 8, UINT32_MAX - 1) < 0)
+		return -ENOMEM;
 	if (index_grow(r, r->nlinks + 1) < 0)
 		return -ENOMEM;
-	if (mem_is_keyring(child) && r->nrings + 1 > r->rcap) {
-		size_t cap = r->rcap ? r->rcap * 2 : 4;
-		struct mkey **l = realloc(r->rings, cap * sizeof(*l));
-
-		if (!l)
-			return -ENOMEM;
-		r->rings = l;
-		r->rcap = cap;
-	}
+	if (mem_is_keyring(child) &&
+	    keys_room(&r->rings, r->nrings, &r->rcap, 4, SIZE_MAX) < 0)
+		return -ENOMEM;
 	if (child->nparents + 1 > child->pcap) {
 		uint32_t cap = child->pcap * 2;
 		bool inline1 = child->pcap == 1;
