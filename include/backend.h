@@ -68,7 +68,7 @@ struct key_type_info {
 enum {
 	KEY_INFO_SIZE = 1,	/* the payload's length */
 	KEY_INFO_EXPIRY = 2,	/* a timeout set outside keyfs */
-	KEY_INFO_FRESH = 4,	/* neither, but described now (see below) */
+	KEY_INFO_RECENT = 4,	/* a description made a moment ago will do (see below) */
 };
 
 struct keyfs_backend_ops {
@@ -112,11 +112,12 @@ struct keyfs_backend_ops {
 	/* As describe, with the size and the expiry only where parts asks
 	 * for them (KEY_INFO_*) or they cost nothing (else 0).  A stat needs
 	 * no expiry; an open reads the payload next, which tells the size
-	 * and fails on an expired key.  Asked for no part at all, a backend
-	 * may answer from a description it made a moment ago (the kernel
-	 * backend: for the mounter, within entry_timeout); KEY_INFO_FRESH
-	 * asks for none and forbids that.  Optional: where both cost
-	 * nothing, describe serves. */
+	 * and fails on an expired key.  With KEY_INFO_RECENT and without
+	 * the expiry, a backend may answer from a description it made a
+	 * moment ago (the kernel backend: for the mounter, within
+	 * entry_timeout; the open's read or the size probe checks the key
+	 * anyway), and says when in out->described_ns.  Optional: where
+	 * both cost nothing, describe serves. */
 	int (*describe_part)(struct keyfs_backend *b,
 			     const struct keyfs_cred *c, kserial_t key,
 			     unsigned parts, struct key_info *out);

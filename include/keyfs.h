@@ -93,6 +93,10 @@ struct key_info {
 	bool possessed;		/* the caller possesses the key */
 	struct timespec mtime;	/* last payload change */
 	struct timespec ctime;	/* last change of any kind */
+	/* CLOCK_MONOTONIC (keyfs_mono_ns), when the backend described the
+	 * key, where it answered from an earlier description
+	 * (KEY_INFO_RECENT); else 0: now */
+	int64_t described_ns;
 };
 
 /* Per-uid quota, as /proc/key-users shows it. */

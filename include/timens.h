@@ -38,4 +38,13 @@ static inline int64_t keyfs_now_ns(void)
 	return keyfs_ns(ts);
 }
 
+/* CLOCK_MONOTONIC now, for ages. */
+static inline int64_t keyfs_mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return keyfs_ns(ts);
+}
+
 #endif

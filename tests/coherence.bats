@@ -196,3 +196,26 @@ mount_with_bulk() {
 	run kerrno open "$MNT/session/ring/new" wcx
 	assert_output OK
 }
+
+# A listing by the mounter takes the description of a key keyfs made
+# within entry_timeout (the keyring's lookup describes every key in it),
+# and the kernel keeps the attributes for what is left of attr_timeout
+# counted from that description, not from the listing (src/kernel/key.c,
+# kkey_recent; src/fuse/fs-dir.c, attr_timeout_since).  Every wait here
+# only makes the last stat surer; none can make the listing fresher.
+@test "kernel: ls -l shows the description the lookup made within entry_timeout, kept only for the rest of attr_timeout" {
+	local ring k old
+	keyfs_mount -o entry_timeout=30,attr_timeout=4
+	ring=$(keyctl newring recent @s)
+	k=$(keyctl add user k v "$ring")
+	keyctl setperm "$k" 0x29010000	# no read, no write
+	old=$(stat -c %A "$MNT/session/recent/k")
+	assert_equal "$old" "---x------"
+	sleep 2
+	keyctl setperm "$k" 0x3f3f0000
+	run ls -l "$MNT/session/recent"
+	assert_success
+	assert_line --regexp '^---x------ .* k$'
+	sleep 2.5	# past attr_timeout since the lookup described k
+	assert_equal "$(stat -c %A "$MNT/session/recent/k")" "-rwx------"
+}

@@ -9,6 +9,7 @@
 #include "fs-ops.h"
 #include "handle.h"
 #include "perm.h"
+#include "timens.h"
 
 void fs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
@@ -49,6 +50,21 @@ static bool dirent_now(struct keyfs_ctx *ctx, const struct tree_dirent *d,
 	return true;
 }
 
+/* The kernel caches a listed key's attributes for attr_timeout counted
+ * from when they were described, not from when the listing is read (an
+ * open directory may be read much later, and the description may be a
+ * moment older than the listing: key_info's described_ns). */
+static double attr_timeout_since(double timeout, int64_t described_ns,
+				 int64_t now_ns)
+{
+	double age;
+
+	if (!described_ns || timeout <= 0)
+		return timeout;
+	age = (double)(now_ns - described_ns) / 1e9;
+	return age >= timeout ? 0 : timeout - age;
+}
+
 /* One readdir(plus) reply from the listing made at opendir.  Offsets are
  * indexes into it, so the listing is one pass however it is read. */
 static void do_readdir(fuse_req_t req, size_t size, off_t off,
@@ -59,6 +75,7 @@ static void do_readdir(fuse_req_t req, size_t size, off_t off,
 	char *buf = calloc(1, size);
 	size_t used = 0;
 	bool cache = !plus || names_cacheable(ctx, h->ino);
+	int64_t now_ns = keyfs_mono_ns();
 
 	if (!buf) {
 		fuse_reply_err(req, ENOMEM);
@@ -78,6 +95,8 @@ static void do_readdir(fuse_req_t req, size_t size, off_t off,
 			fill_entry(ctx, &tn, &d->st, &e);
 			if (!cache)
 				e.entry_timeout = 0;
+			e.attr_timeout = attr_timeout_since(e.attr_timeout,
+							    d->described_ns, now_ns);
 			if (dot)
 				e.ino = 0;	/* the kernel takes no reference for . and .. */
 			n = fuse_add_direntry_plus(req, buf + used, size - used,

@@ -111,7 +111,7 @@ int handle_open_key(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 		ret = -ENOMEM;
 		goto fail;
 	}
-	ret = attr_key_info_part(ctx, c, tn, 0, ki);
+	ret = attr_key_info_part(ctx, c, tn, KEY_INFO_RECENT, ki);
 	if (ret < 0)
 		goto fail;
 	if (keyfs_is_keyring_type(ki->type)) {

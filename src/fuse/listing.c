@@ -8,6 +8,7 @@
 #include "hash.h"
 #include "names.h"
 #include "specials.h"
+#include "timens.h"
 #include "tree.h"
 
 /* An entry while a listing is made: its name is an offset into the
@@ -16,6 +17,7 @@ struct dl_ent {
 	size_t name;		/* DL_NONAME: left out of the listing */
 	struct tnode tn;
 	struct stat st;
+	int64_t described_ns;	/* as tree_dirent's */
 };
 
 #define DL_NONAME SIZE_MAX
@@ -31,6 +33,7 @@ struct dirlist {
 	size_t n, cap;
 	char *names;
 	size_t used, names_cap;
+	int64_t made_ns;	/* CLOCK_MONOTONIC, when the listing began */
 };
 
 static const char *dl_name(const struct dirlist *dl, size_t i)
@@ -55,6 +58,7 @@ static struct tree_dirent *dl_compact(const struct dirlist *dl)
 		out[i].name = names + dl->v[i].name;
 		out[i].tn = dl->v[i].tn;
 		out[i].st = dl->v[i].st;
+		out[i].described_ns = dl->v[i].described_ns;
 	}
 	return out;
 }
@@ -110,6 +114,7 @@ static struct dl_ent *dl_add(struct dirlist *dl, const char *name)
 	d->name = off;
 	memset(&d->tn, 0, sizeof(d->tn));
 	memset(&d->st, 0, sizeof(d->st));
+	d->described_ns = 0;
 	return d;
 }
 
@@ -257,8 +262,9 @@ static int add_link(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 	char name[KEYFS_NAME_MAX + 1];
 	struct dl_ent *d;
 	bool plain;
-	/* a listing shows no expiry */
-	int ret = ctx_describe(ctx, c, serial, KEY_INFO_SIZE, ki);
+	/* a listing shows no expiry; the lookup of the keyring just before
+	 * described every key in it (kkey_recent) */
+	int ret = ctx_describe(ctx, c, serial, KEY_INFO_SIZE | KEY_INFO_RECENT, ki);
 
 	if (ret < 0 && ret != -EACCES)
 		return 0;
@@ -282,6 +288,7 @@ static int add_link(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 		return -ENOMEM;
 	tree_set_key(ctx, &d->tn, serial);
 	attr_from_key(ki, &d->st);
+	d->described_ns = ki->described_ns ? ki->described_ns : dl->made_ns;
 	*cls = !plain ? LC_NAMED : keyfs_is_keyring_type(ki->type) ? LC_KEYRING : LC_USER;
 	return 0;
 }
@@ -377,7 +384,7 @@ out:
 int tree_readdir(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 		 uint64_t ino, struct tree_dirent **out_alloc, size_t *n)
 {
-	struct dirlist dl = { 0 };
+	struct dirlist dl = { .made_ns = keyfs_mono_ns() };
 	struct tnode tn;
 	int ret = tree_node(ctx, ino, &tn);
 

@@ -31,7 +31,7 @@ static int keyring_writable(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 	struct key_info ki;
 	/* Its perm now (no size, no expiry): a keyring made read-only with
 	 * keyctl refuses a new entry at once, not at the close. */
-	int ret = ctx_describe(ctx, c, keyring, KEY_INFO_FRESH, &ki);
+	int ret = ctx_describe(ctx, c, keyring, 0, &ki);
 
 	if (ret < 0)
 		return ret;
@@ -64,7 +64,7 @@ int pending_info(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 	ki->nlink = n->unlinked ? 0 : 1;
 	/* The key will be possessed by whoever possesses its keyring: a
 	 * description of it from this request or the one before serves. */
-	ki->possessed = ctx_describe(ctx, c, n->pk->parent, 0, &parent) == 0 &&
+	ki->possessed = ctx_describe(ctx, c, n->pk->parent, KEY_INFO_RECENT, &parent) == 0 &&
 			parent.possessed;
 	ki->mtime = n->pk->mtime;
 	ki->ctime = n->pk->ctime;

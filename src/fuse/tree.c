@@ -325,7 +325,7 @@ int tree_key_is_keyring(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 
 	if (!ki)
 		return -ENOMEM;
-	ret = ctx_describe(ctx, c, serial, 0, ki);	/* the type only */
+	ret = ctx_describe(ctx, c, serial, KEY_INFO_RECENT, ki);	/* the type only */
 	if (ret == 0)
 		ret = keyfs_is_keyring_type(ki->type) ? 0 : -ENOTDIR;
 	free(ki);

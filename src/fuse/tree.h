@@ -66,6 +66,9 @@ struct tree_dirent {
 	const char *name;	/* in the listing's own block */
 	struct tnode tn;
 	struct stat st;
+	/* A key's: CLOCK_MONOTONIC, when its attributes were described (at
+	 * the listing, or a moment before it: key_info's); 0: other nodes */
+	int64_t described_ns;
 };
 
 /* All entries of directory ino, "." and ".." first, with attributes, in

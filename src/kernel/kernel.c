@@ -224,8 +224,18 @@ static long key_size(struct keyfs_backend *b, const struct keyfs_cred *c,
 	return ret < 0 ? ret : probe->ret;
 }
 
+/* What keyctl read answers a key that is revoked, expired, negative or
+ * gone. */
+static bool read_says_dead(long ret)
+{
+	return ret == -EKEYREVOKED || ret == -EKEYEXPIRED || ret == -ENOKEY;
+}
+
+/* recent: k's description is kkey_recent's, which a size probe that
+ * finds the key dead or gone sends back (-ESTALE) to be made anew. */
 static int describe_live(struct keyfs_backend *b, const struct keyfs_cred *c,
-			 struct kkey *k, unsigned parts, struct key_info *out)
+			 struct kkey *k, unsigned parts, bool recent,
+			 struct key_info *out)
 {
 	kserial_t serial = k->serial;
 	struct pent *pe;
@@ -275,6 +285,8 @@ static int describe_live(struct keyfs_backend *b, const struct keyfs_cred *c,
 		size = keyctl_read(serial, NULL, 0);
 		if (size < 0)
 			size = -errno;
+		if (recent && read_says_dead(size))
+			return -ESTALE;	/* or negative: a describe tells */
 		if (size == -ENOKEY)
 			out->state = KEY_STATE_NEGATIVE;
 		else
@@ -285,6 +297,8 @@ static int describe_live(struct keyfs_backend *b, const struct keyfs_cred *c,
 		size = 0;
 	else if (!sized)
 		size = key_size(b, c, k);
+	if (recent && read_says_dead(size))
+		return -ESTALE;
 	if (size == -ENOKEY)
 		out->state = KEY_STATE_NEGATIVE;
 	out->expiry = key_expiry(b, k, pe, out->state);
@@ -309,14 +323,24 @@ static int kernel_describe_part(struct keyfs_backend *b,
 {
 	struct key_info info;
 	struct kkey *k = NULL;
-	int ret;
+	int ret = -ESTALE;
 
-	/* an open (neither part) reads next: see kkey_learn_recent */
-	ret = parts ? kkey_learn(b, c, key, &k) : kkey_learn_recent(b, c, key, &k);
-	if (ret == 0)
-		ret = describe_live(b, c, k, parts, &info);
-	else
-		ret = describe_dead(b, c, key, ret, &info);
+	int64_t described = 0;
+
+	/* an open reads next, a listing probes the size: see kkey_recent */
+	if ((parts & KEY_INFO_RECENT) && !(parts & KEY_INFO_EXPIRY) &&
+	    (k = kkey_recent(b, c, key)) != NULL) {
+		described = k->learned_ns;
+		ret = describe_live(b, c, k, parts, true, &info);
+	}
+	if (ret == -ESTALE) {
+		described = 0;
+		ret = kkey_learn(b, c, key, &k);
+		if (ret == 0)
+			ret = describe_live(b, c, k, parts, false, &info);
+		else
+			ret = describe_dead(b, c, key, ret, &info);
+	}
 	if (ret < 0)
 		return ret;
 	k = kkey_get(b, key);
@@ -334,6 +358,7 @@ static int kernel_describe_part(struct keyfs_backend *b,
 	info.possessed = is_mounter(b, c);
 	info.mtime = keyfs_ts(k->mtime_ns);
 	info.ctime = keyfs_ts(k->ctime_ns);
+	info.described_ns = described;
 	*out = info;
 	return 0;
 }

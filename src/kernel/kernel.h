@@ -68,7 +68,7 @@ struct kkey {
 	/* Once described (named), type points at one owned block
 	 * "TYPE\0DESC\0" (kkey_desc); before, type is "" (not owned).  One
 	 * block, no fixed type buffer, no second pointer: issue 10's bytes
-	 * per key (a record is 104 bytes). */
+	 * per key (a record is 112 bytes). */
 	const char *type;
 	int64_t mtime_ns, ctime_ns;	/* CLOCK_REALTIME (timens.h) */
 	time_t expiry;
@@ -80,6 +80,9 @@ struct kkey {
 	kserial_t *parents;
 	uint32_t nparents, aparents;
 	struct kidx *idx;		/* keyring: its index, or NULL */
+	/* CLOCK_MONOTONIC, when keyfs last described it; 0 once keyfs
+	 * changed it since (kkey_recent) */
+	int64_t learned_ns;
 	uint8_t dead;			/* enum key_state: revoked or expired, as last seen */
 	bool named:1;			/* type and description known */
 	bool have_attr:1;		/* uid, gid, perm as last described */
@@ -120,9 +123,6 @@ struct pcache {
 	bool valid;
 };
 
-/* How many recent descriptions keyfs remembers (kkey_learn_recent). */
-#define KRECENT	16
-
 struct keyfs_backend {
 	uid_t uid;			/* the mounter */
 	gid_t gid;
@@ -143,12 +143,6 @@ struct keyfs_backend {
 	unsigned kusers_gen;		/* reads so far */
 	uid_t *kusers_pending;
 	size_t nkusers_pending;
-	/* The keys described last, by serial modulo KRECENT, and when. */
-	struct krecent {
-		kserial_t serial;
-		int64_t ctime_ns;	/* the key's, then: keyfs's changes move it */
-		struct timespec when;
-	} recent[KRECENT];
 };
 
 /*
@@ -289,8 +283,11 @@ int kkey_learn_dead(struct kkey *k);
 void kkey_note_attr(struct kkey *k, uid_t uid, gid_t gid, uint32_t perm);
 int kkey_learn(struct keyfs_backend *b, const struct keyfs_cred *c,
 	       kserial_t key, struct kkey **kp);
-/* kkey_learn, or for the mounter the description made less than
- * cache_timeout ago, if there is one. */
+/* For the mounter, the key as keyfs described it less than cache_timeout
+ * ago, where a keyctl read of it comes next; else NULL. */
+struct kkey *kkey_recent(struct keyfs_backend *b, const struct keyfs_cred *c,
+			 kserial_t key);
+/* kkey_recent's, or kkey_learn. */
 int kkey_learn_recent(struct keyfs_backend *b, const struct keyfs_cred *c,
 		      kserial_t key, struct kkey **kp);
 int kkey_check(struct keyfs_backend *b, const struct keyfs_cred *c,

@@ -96,16 +96,22 @@ void kkey_drop(struct keyfs_backend *b, kserial_t s)
 		}
 }
 
+/* A change keyfs made ends the trust in the description before it
+ * (kkey_recent). */
 void kkey_touch_payload(struct kkey *k)
 {
-	if (k)
+	if (k) {
 		k->mtime_ns = k->ctime_ns = keyfs_now_ns();
+		k->learned_ns = 0;
+	}
 }
 
 void kkey_touch_change(struct kkey *k)
 {
-	if (k)
+	if (k) {
 		k->ctime_ns = keyfs_now_ns();
+		k->learned_ns = 0;
+	}
 }
 
 int kkey_parent_add(struct kkey *k, kserial_t ring)
@@ -165,6 +171,7 @@ int kkey_note(struct kkey *k, const char *type, const char *desc)
 		k->dead = KEY_STATE_VALID;
 		k->nparents = 0;
 		k->mtime_ns = k->ctime_ns = keyfs_now_ns();
+		k->learned_ns = 0;
 		kidx_free(k->idx);
 		k->idx = NULL;
 		free((char *)k->type);
@@ -284,9 +291,7 @@ int kkey_learn(struct keyfs_backend *b, const struct keyfs_cred *c,
 	if (ret < 0)
 		goto out;
 	kkey_note_attr(k, d.uid, d.gid, d.perm);
-	b->recent[key % KRECENT].serial = key;
-	b->recent[key % KRECENT].ctime_ns = k->ctime_ns;
-	b->recent[key % KRECENT].when = mono_now();
+	k->learned_ns = keyfs_mono_ns();
 	*kp = k;
 out:
 	free(text);
@@ -296,29 +301,44 @@ out:
 /*
  * An open describes the key its lookup described a moment before, and a
  * repeated cat describes it at every open: a keyctl call each time
- * (issue 10: a tenth of a repeated cat).  For the mounter the kernel
- * itself checks the read that follows (keyfs checks nothing of its own),
- * and a key revoked, expired, invalidated or unlinked meanwhile fails
- * that read; what a recent description may miss is only a change of
- * owner or permission made with keyctl, which then shows in the open
- * file's fstat(2) within entry_timeout (cache_timeout), as keyfs's other
- * caches of the kernel's keys do.  A change keyfs made itself moves the
- * key's ctime and so ends the trust, and a description that granted view
- * only as possessor is not trusted (the kernel's describe is the view
+ * (issue 10: a tenth of a repeated cat).  A listing describes every key
+ * the lookup of its keyring described a moment before to build its index
+ * (a third of the first ls -l of a large keyring).  Where a keyctl read
+ * of the key comes next - the open's read, the size probe of a stat or a
+ * listing - the mounter may take the description keyfs made less than
+ * cache_timeout (entry_timeout) ago instead.  The kernel checks that read
+ * itself (keyfs checks nothing of its own for the mounter), and a key
+ * revoked, expired, invalidated or gone meanwhile fails it: the size
+ * probe then describes the key again (describe_live), the open fails.
+ * What a recent description may miss is only a change of owner or
+ * permission made with keyctl, which then shows within entry_timeout, as
+ * keyfs's other caches of the kernel's keys do.  A change keyfs made
+ * itself ends the trust (kkey_touch_*), and so does a description that
+ * granted view only as possessor (the kernel's describe is the view
  * check).  Other callers are described every time: keyfs checks their
  * permission itself.
  */
+struct kkey *kkey_recent(struct keyfs_backend *b, const struct keyfs_cred *c,
+			 kserial_t key)
+{
+	struct kkey *k;
+
+	if (!is_mounter(b, c) || (k = kkey_get(b, key)) == NULL ||
+	    !k->learned_ns || !k->named || !k->have_attr || k->dead)
+		return NULL;
+	if ((double)(keyfs_mono_ns() - k->learned_ns) / 1e9 >= b->cache_timeout)
+		return NULL;
+	if (perm_check(c, k->uid, k->gid, k->perm, false, KEYFS_PERM_VIEW) < 0)
+		return NULL;
+	return k;
+}
+
 int kkey_learn_recent(struct keyfs_backend *b, const struct keyfs_cred *c,
 		      kserial_t key, struct kkey **kp)
 {
-	const struct krecent *r = &b->recent[key % KRECENT];
-	struct kkey *k;
+	struct kkey *k = kkey_recent(b, c, key);
 
-	if (is_mounter(b, c) && r->serial == key &&
-	    age_of(&r->when) < b->cache_timeout &&
-	    (k = kkey_get(b, key)) != NULL && k->named && k->have_attr &&
-	    !k->dead && k->ctime_ns == r->ctime_ns &&
-	    perm_check(c, k->uid, k->gid, k->perm, false, KEYFS_PERM_VIEW) == 0) {
+	if (k) {
 		*kp = k;
 		return 0;
 	}
