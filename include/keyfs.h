@@ -94,8 +94,8 @@ struct key_info {
 	struct timespec mtime;	/* last payload change */
 	struct timespec ctime;	/* last change of any kind */
 	/* CLOCK_MONOTONIC (keyfs_mono_ns), when the backend described the
-	 * key, where it answered from an earlier description
-	 * (KEY_INFO_RECENT); else 0: now */
+	 * key: a moment ago where it answered from an earlier description
+	 * (KEY_INFO_RECENT); 0: now */
 	int64_t described_ns;
 };
 

@@ -33,7 +33,6 @@ struct dirlist {
 	size_t n, cap;
 	char *names;
 	size_t used, names_cap;
-	int64_t made_ns;	/* CLOCK_MONOTONIC, when the listing began */
 };
 
 static const char *dl_name(const struct dirlist *dl, size_t i)
@@ -288,7 +287,8 @@ static int add_link(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 		return -ENOMEM;
 	tree_set_key(ctx, &d->tn, serial);
 	attr_from_key(ki, &d->st);
-	d->described_ns = ki->described_ns ? ki->described_ns : dl->made_ns;
+	/* each its own: a listing of a million keys takes seconds to make */
+	d->described_ns = ki->described_ns ? ki->described_ns : keyfs_mono_ns();
 	*cls = !plain ? LC_NAMED : keyfs_is_keyring_type(ki->type) ? LC_KEYRING : LC_USER;
 	return 0;
 }
@@ -384,7 +384,7 @@ out:
 int tree_readdir(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 		 uint64_t ino, struct tree_dirent **out_alloc, size_t *n)
 {
-	struct dirlist dl = { .made_ns = keyfs_mono_ns() };
+	struct dirlist dl = { 0 };
 	struct tnode tn;
 	int ret = tree_node(ctx, ino, &tn);
 

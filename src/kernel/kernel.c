@@ -323,9 +323,8 @@ static int kernel_describe_part(struct keyfs_backend *b,
 {
 	struct key_info info;
 	struct kkey *k = NULL;
+	int64_t described = 0;	/* a dead key's: now */
 	int ret = -ESTALE;
-
-	int64_t described = 0;
 
 	/* an open reads next, a listing probes the size: see kkey_recent */
 	if ((parts & KEY_INFO_RECENT) && !(parts & KEY_INFO_EXPIRY) &&
@@ -334,8 +333,8 @@ static int kernel_describe_part(struct keyfs_backend *b,
 		ret = describe_live(b, c, k, parts, true, &info);
 	}
 	if (ret == -ESTALE) {
-		described = 0;
 		ret = kkey_learn(b, c, key, &k);
+		described = ret == 0 ? k->learned_ns : 0;
 		if (ret == 0)
 			ret = describe_live(b, c, k, parts, false, &info);
 		else
