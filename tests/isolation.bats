@@ -459,3 +459,24 @@ granted_ctl() { granted write "$MNT/.keyfs/$1" "$2"; }
 	fi
 	assert_equal "$(cat "$MNT/session/p")" possessed-only
 }
+
+# The kernel backend lets a listing by the mounter take a description made
+# within entry_timeout (src/kernel/key.c, kkey_recent); another user's
+# listing is described afresh, so a key made unviewable with keyctl is
+# hidden from that user at once, whatever the timeouts.
+@test "kernel: another user's listing describes every key afresh, whatever entry_timeout" {
+	skip_unless_kernel
+	keyfs_unmount
+	keyfs_mount -o allow_other,attr_timeout=0,entry_timeout=30
+	perm "$R" 0x3f01000b
+	perm "$K" 0x3f010001
+	run ls -A "$MNT/by-id/$R"	# the mounter's listing describes k
+	assert_output $'k\nsub'
+	run as2 ls -A "$MNT/by-id/$R"
+	assert_success
+	assert_output $'k\nsub'
+	keyctl setperm "$K" 0x3f010000	# behind keyfs: others may not view it
+	run as2 ls -A "$MNT/by-id/$R"
+	assert_success
+	assert_output "%#$K"$'\nsub'
+}
