@@ -334,11 +334,13 @@ static int kernel_describe_part(struct keyfs_backend *b,
 	}
 	if (ret == -ESTALE) {
 		ret = kkey_learn(b, c, key, &k);
-		described = ret == 0 ? k->learned_ns : 0;
-		if (ret == 0)
+		if (ret == 0) {
+			described = k->learned_ns;
 			ret = describe_live(b, c, k, parts, false, &info);
-		else
+		} else {
+			described = 0;
 			ret = describe_dead(b, c, key, ret, &info);
+		}
 	}
 	if (ret < 0)
 		return ret;

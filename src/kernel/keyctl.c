@@ -372,7 +372,7 @@ int kernel_set_timeout(struct keyfs_backend *b, const struct keyfs_cred *c,
 	if (k) {
 		k->exact_expiry = true;
 		k->expiry = secs ? time(NULL) + (time_t)secs : 0;
-		k->expiry_set_ns = keyfs_ns(mono_now());
+		k->expiry_set_ns = keyfs_mono_ns();
 		kkey_touch_change(k);
 	}
 	return 0;
