@@ -16,6 +16,7 @@ threads() { ls "/proc/$KEYFS_PID/task" | wc -l; }
 fuse_fds() { find "/proc/$KEYFS_PID/fd" -lname /dev/fuse | wc -l; }
 
 @test "-s serves from one thread, the default from a pool" {
+	! keyfs_has_tsan || skip "ThreadSanitizer runs a thread of its own"
 	keyfs_mount -s
 	ls "$MNT/session" >/dev/null
 	# the loop and fs-notify.c's notifier; the kernel backend's reader of

@@ -12,8 +12,9 @@ teardown()
 
 @test "without the right to lock memory, keyfs warns once that payloads may reach swap, and works" {
 	command -v setpriv >/dev/null 2>&1 || skip "needs setpriv"
-	# AddressSanitizer makes mlock(2) a no-op that succeeds.
+	# AddressSanitizer and ThreadSanitizer make mlock(2) a no-op that succeeds.
 	! grep -q __asan_init "$KEYFS_BIN" || skip "an AddressSanitizer build cannot fail mlock"
+	! keyfs_has_tsan || skip "a ThreadSanitizer build cannot fail mlock"
 	keyfs_new_session
 	MNT=$BATS_TEST_TMPDIR/mnt
 	mkdir -p "$MNT"

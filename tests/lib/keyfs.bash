@@ -188,6 +188,11 @@ keyfs_is_mounted()
 		/proc/self/mountinfo
 }
 
+# A ThreadSanitizer build runs a thread of its own in the daemon, and
+# makes mlock(2) a no-op: tests that count threads or need mlock to fail
+# skip on it.
+keyfs_has_tsan() { grep -q __tsan_init "$KEYFS_BIN"; }
+
 # Unmount and reap the daemon; fail on sanitizer reports in its log.
 # Safe to call twice and when nothing is mounted.
 keyfs_unmount()
@@ -230,7 +235,7 @@ $(cat "$KEYFS_LOG")"
 	fi
 	# fail only prints and returns 1: bats may run teardown without -e.
 	if [[ -n ${KEYFS_LOG:-} && -f $KEYFS_LOG ]] &&
-	   grep -qE 'AddressSanitizer|LeakSanitizer|runtime error' "$KEYFS_LOG"; then
+	   grep -qE 'AddressSanitizer|LeakSanitizer|ThreadSanitizer|runtime error' "$KEYFS_LOG"; then
 		fail "keyfs reported a sanitizer error; log:
 $(cat "$KEYFS_LOG")"
 		return 1
