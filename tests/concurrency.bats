@@ -107,6 +107,15 @@ for i in range(40):
 			got = f.read()
 		if got != v:
 			sys.exit("%s: %r, not %r" % (p, got, v))
+	# the xattrs (the kernel backend asks its /proc/keys thread for the
+	# expiry) and a rename, so that a ThreadSanitizer build sees them
+	# run beside the rest
+	os.setxattr(p, "user.keyfs.expiry", b"+3600")
+	if os.getxattr(p, "user.keyfs.expiry") == b"0":
+		sys.exit("%s: no expiry" % p)
+	os.getxattr(p, "user.keyfs.perm")
+	os.rename(p, p + "x")
+	os.rename(p + "x", p)
 	with open(os.path.join(mnt, "session", "shared"), "rb") as f:
 		if f.read() != b"shared":
 			sys.exit("shared changed")
