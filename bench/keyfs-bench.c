@@ -174,11 +174,18 @@ static int create_file(const char *path)
 	return ret;
 }
 
-/* Fills ROOT/session/rN with keys [from, to) on an FS target; per-create
- * times (seconds) go to times[j - from] when times is not NULL.  Stops at
- * the deadline (0: none).  Returns the number of keys present afterwards. */
-static unsigned long fill_ring(enum target t, const char *ring, unsigned long from,
-			       unsigned long to, double *times, double deadline)
+/* A keyring: an empty directory. */
+static int make_dir(const char *path)
+{
+	return mkdir(path, 0700) < 0 ? -errno : 0;
+}
+
+/* Fills ROOT/session/rN with entries [from, to) made by make (create_file:
+ * keys; make_dir: keyrings) on an FS target; per-create times (seconds) go
+ * to times[j - from] when times is not NULL.  Stops at the deadline (0:
+ * none).  Returns the number of entries present afterwards. */
+static unsigned long fill_with(enum target t, const char *ring, unsigned long from, unsigned long to,
+			       double *times, double deadline, int (*make)(const char *path))
 {
 	char path[4096];
 	ring_path(path, sizeof(path), t, ring);
@@ -189,7 +196,7 @@ static unsigned long fill_ring(enum target t, const char *ring, unsigned long fr
 	for (unsigned long j = from; j < to; j++) {
 		key_path(path, sizeof(path), t, ring, j);
 		double t0 = now();
-		int err = create_file(path);
+		int err = make(path);
 		double t1 = now();
 		if (err < 0) {
 			fail("create", path, -err);
@@ -203,28 +210,51 @@ static unsigned long fill_ring(enum target t, const char *ring, unsigned long fr
 	return to;
 }
 
-/* Unlinks count keys of ROOT/session/ring, every step-th from 0, each
- * looked up first so that only the UNLINK is timed; times (seconds) go to
- * times[j].  Returns how many were unlinked. */
-static int unlink_keys(enum target t, const char *ring, unsigned long step, int count, double *times)
+/* Unlinks every key of ROOT/session/ring at once (.keyfs/clear). */
+static void clear_ring(enum target t, const char *ring)
+{
+	char path[4096], line[64];
+	snprintf(path, sizeof(path), "%s/.keyfs/clear", tg[t].root);
+	int len = snprintf(line, sizeof(line), "session/%s\n", ring);
+	int fd = open(path, O_WRONLY);
+	if (fd < 0 || write(fd, line, (size_t)len) != len || close(fd) < 0)
+		fail("clear", path, errno);
+}
+
+static unsigned long fill_ring(enum target t, const char *ring, unsigned long from,
+			       unsigned long to, double *times, double deadline)
+{
+	return fill_with(t, ring, from, to, times, deadline, create_file);
+}
+
+/* Removes count entries from each of two keyrings ROOT/session/ring[i]
+ * with rm (unlink: keys; rmdir: keyrings), every step[i]-th from 0, one
+ * from each in turn (which goes first alternates), so that both are
+ * measured in one state of the mount: what differs is the keyring's size.
+ * Each is looked up first so that only the UNLINK or RMDIR is timed; the
+ * times (seconds) go to times[i][j].  0, or -1 after a failure. */
+static int remove_in_turn(enum target t, const char *const ring[2], const unsigned long step[2], int count,
+			  double *const times[2], int (*rm)(const char *path))
 {
 	char path[4096];
 	struct stat st;
-	for (int j = 0; j < count; j++) {
-		key_path(path, sizeof(path), t, ring, (unsigned long)j * step);
-		if (stat(path, &st) < 0) {
-			fail("stat", path, errno);
-			return j;
+	for (int j = 0; j < count; j++)
+		for (int h = 0; h < 2; h++) {
+			int i = (j + h) % 2;
+			key_path(path, sizeof(path), t, ring[i], (unsigned long)j * step[i]);
+			if (stat(path, &st) < 0) {
+				fail("stat", path, errno);
+				return -1;
+			}
+			double t0 = now();
+			int err = rm(path) < 0 ? errno : 0;
+			times[i][j] = now() - t0;
+			if (err) {
+				fail(rm == rmdir ? "rmdir" : "unlink", path, err);
+				return -1;
+			}
 		}
-		double t0 = now();
-		int err = unlink(path) < 0 ? errno : 0;
-		times[j] = now() - t0;
-		if (err) {
-			fail("unlink", path, err);
-			return j;
-		}
-	}
-	return count;
+	return 0;
 }
 
 static void raw_fill(const char *ring, unsigned long n)
@@ -854,17 +884,27 @@ int main(int argc, char **argv)
 	double near_empty[2][1000], near_full[2][1000];
 	unsigned long big_have[2] = { 0, 0 };
 	double fill_time[2] = { NAN, NAN };
-	double unlink_empty[2][1000], unlink_full[2][1000];
+	double unlink_empty[2][1000], unlink_full[2][1000], rmdir_empty[2][1000], rmdir_full[2][1000];
+	unsigned long ru_have[2] = { 0, 0 };
 	for (int k = 0; k < 2; k++) {
 		int t = k ? T_MEM_OFF : T_MEM_DEF;
 		for (int i = 0; i < window; i++)
-			unlink_empty[k][i] = unlink_full[k][i] = NAN;
+			unlink_empty[k][i] = unlink_full[k][i] = rmdir_empty[k][i] = rmdir_full[k][i] = NAN;
 		if (!have(t))
 			continue;
 		big_have[k] = fill_ring(t, ring_big, 0, (unsigned long)window, near_empty[k], 0);
-		/* and of unlinking one from a ring of window keys or fewer */
-		if (fill_ring(t, "ru", 0, (unsigned long)window, NULL, 0) == (unsigned long)window)
-			unlink_keys(t, "ru", 1, window, unlink_empty[k]);
+		/* a ring of window keys, emptied in turn with the big one later */
+		ru_have[k] = fill_ring(t, "ru", 0, (unsigned long)window, NULL, 0);
+		/* removing a keyring from a keyring of window keyrings, in turn
+		 * with one of plan.big keyrings (spread out) */
+		if (fill_with(t, "rd", 0, (unsigned long)window, NULL, 0, make_dir) == (unsigned long)window &&
+		    fill_with(t, "rD", 0, plan.big, NULL, 0, make_dir) == plan.big) {
+			const char *const rings[2] = { "rd", "rD" };
+			const unsigned long steps[2] = { 1, plan.big / (unsigned long)window };
+			double *const times[2] = { rmdir_empty[k], rmdir_full[k] };
+			remove_in_turn(t, rings, steps, window, times, rmdir);
+		}
+		clear_ring(t, "rD");	/* the rows after it see the model they saw before */
 	}
 
 	fprintf(stderr, "keyfs-bench: setting up keys (%.0f s)\n", now() - start);
@@ -1050,11 +1090,15 @@ int main(int argc, char **argv)
 	if (have(T_MEM_OFF) && big_have[1] >= plan.big)
 		m_search(T_MEM_OFF, search_iters, &search_near, &search_far);
 
-	/* Memory: unlinking keys spread over the big ring. */
+	/* Memory: unlinking keys spread over the big ring, in turn with the
+	 * keys of the small one. */
 	for (int k = 0; k < 2; k++) {
 		int t = k ? T_MEM_OFF : T_MEM_DEF;
-		if (have(t) && big_have[k] >= plan.big)
-			unlink_keys((enum target)t, ring_big, plan.big / (unsigned long)window, window, unlink_full[k]);
+		const char *const rings[2] = { "ru", ring_big };
+		const unsigned long steps[2] = { 1, plan.big / (unsigned long)window };
+		double *const times[2] = { unlink_empty[k], unlink_full[k] };
+		if (have(t) && big_have[k] >= plan.big && ru_have[k] == (unsigned long)window)
+			remove_in_turn((enum target)t, rings, steps, window, times, unlink);
 	}
 
 	long rss0 = -1, rss1 = -1;
@@ -1068,8 +1112,13 @@ int main(int argc, char **argv)
 	/* Creating near empty vs near full, and memory per key, as rows. */
 	struct row *r_c100 = row_new(U_US, 1, "create near empty (memory; median of keys 1-%d)", window);
 	struct row *r_cbig = row_new(U_US, 1, "create near %lu keys (memory; median of the last %d)", plan.big, window);
-	struct row *r_u100 = row_new(U_US, 1, "unlink near empty (memory; median of %d)", window);
+	struct row *r_u100 = row_new(U_US, 1, "unlink in %d keys (memory; median of %d, in turn with the next row)", window,
+				   window);
 	struct row *r_ubig = row_new(U_US, 1, "unlink in %lu keys (memory; median of %d spread out)", plan.big, window);
+	struct row *r_d100 = row_new(U_US, 1, "rmdir among %d keyrings (memory; median of %d, in turn with the next row)",
+				   window, window);
+	struct row *r_dbig = row_new(U_US, 1, "rmdir among %lu keyrings (memory; median of %d spread out)",
+				     plan.big, window);
 	struct row *r_s0 = row_new(U_US, 1, "search/user lookup of a key in the session (memory; median of %d)",
 				   search_iters);
 	struct row *r_s1 = row_new(U_US, 1, "search/user lookup past the %lu-key ring (memory; median of %d)",
@@ -1078,6 +1127,7 @@ int main(int argc, char **argv)
 	struct row *r_rss = row_new(U_BYTES, 1, "daemon RSS per key beyond payload+name (memory: fill; kernel: seen by ls)");
 	r_c100->nsamples = r_cbig->nsamples = r_fill->nsamples = r_rss->nsamples = 1;
 	r_u100->nsamples = r_ubig->nsamples = r_s0->nsamples = r_s1->nsamples = 1;
+	r_d100->nsamples = r_dbig->nsamples = 1;
 	r_s0->v[T_MEM_OFF][0] = search_near;
 	r_s1->v[T_MEM_OFF][0] = search_far;
 	for (int k = 0; k < 2; k++) {
@@ -1089,6 +1139,8 @@ int main(int argc, char **argv)
 		r_fill->v[t][0] = big_have[k] >= plan.big ? fill_time[k] : NAN;
 		r_u100->v[t][0] = median(unlink_empty[k], window) * 1e6;
 		r_ubig->v[t][0] = median(unlink_full[k], window) * 1e6;
+		r_d100->v[t][0] = median(rmdir_empty[k], window) * 1e6;
+		r_dbig->v[t][0] = median(rmdir_full[k], window) * 1e6;
 		unsigned long added = big_have[k] - (unsigned long)window;
 		if (!rss_tg.root && mem_rss0[k] >= 0 && mem_rss1[k] >= 0 && added > 0)
 			r_rss->v[t][0] = (double)(mem_rss1[k] - mem_rss0[k]) / (double)added - PAYLOAD_LEN - NAME_LEN;
@@ -1180,9 +1232,14 @@ int main(int argc, char **argv)
 			snprintf(fig, sizeof(fig), "%.2fx (%.0f us vs %.0f us)", x, r_cbig->v[t][0], r_c100->v[t][0]);
 		target_line(what, fig, "<= 1.50x", !have(t) ? -1 : isnan(x) ? 0 : x <= 1.5);
 		x = r_ubig->v[t][0] / r_u100->v[t][0];
-		snprintf(what, sizeof(what), "unlink in %lu keys vs near empty, memory%s", plan.big,
+		snprintf(what, sizeof(what), "unlink in %lu keys vs in %d, memory%s", plan.big, window,
 			 k ? " (caches off)" : "");
 		snprintf(fig, sizeof(fig), "%.2fx (%.0f us vs %.0f us)", x, r_ubig->v[t][0], r_u100->v[t][0]);
+		target_line(what, fig, "<= 1.50x (as create)", !have(t) || isnan(x) ? -1 : x <= 1.5);
+		x = r_dbig->v[t][0] / r_d100->v[t][0];
+		snprintf(what, sizeof(what), "rmdir among %lu keyrings vs among %d, memory%s", plan.big, window,
+			 k ? " (caches off)" : "");
+		snprintf(fig, sizeof(fig), "%.2fx (%.0f us vs %.0f us)", x, r_dbig->v[t][0], r_d100->v[t][0]);
 		target_line(what, fig, "<= 1.50x (as create)", !have(t) || isnan(x) ? -1 : x <= 1.5);
 		snprintf(what, sizeof(what), "fill %lu keys, memory%s", plan.big, k ? " (caches off)" : "");
 		if (big_have[k] >= plan.big)

@@ -48,8 +48,7 @@ static int cycle_walk(struct keyfs_backend *b, struct mkey *k,
 		return 0;
 	if (mring_find(k, target->type, target->desc) == target)
 		return -EDEADLK;
-	for (size_t i = 0; i < r->nrings; i++) {
-		ch = r->rings[i];
+	mring_for_each_ring(r, i, ch) {
 		if (sp >= KEYFS_NEST_MAX)
 			return -ELOOP;
 		if (ch->walk_stamp == stamp && ch->walk_depth >= sp + 1)
@@ -173,8 +172,7 @@ static bool search_keyring(struct msearch *s, struct mkey *kr, int sp)
 		return true;
 	if (sp >= KEYFS_NEST_MAX)
 		return false;
-	for (size_t i = 0; i < kr->ring->nrings; i++) {
-		ch = kr->ring->rings[i];
+	mring_for_each_ring(kr->ring, i, ch) {
 		if (!mem_search_ok(s->c, ch, s->possessed))
 			continue;
 		if (search_keyring(s, ch, sp + 1))

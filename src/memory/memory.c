@@ -104,7 +104,7 @@ static void key_info_fill(struct keyfs_backend *b, const struct keyfs_cred *c,
 	if (!ki->possessed && mem_key_perm(b, c, k, KEYFS_PERM_READ) < 0)
 		ki->size = 0;
 	if (k->ring) {
-		ki->nlink = 2 + (unsigned)k->ring->nrings;
+		ki->nlink = 2 + (unsigned)k->ring->nkeyrings;
 	} else {
 		ki->nlink = k->nparents ? (unsigned)k->nparents : 1;
 	}

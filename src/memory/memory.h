@@ -101,11 +101,16 @@ struct mring {
 	struct mkey **links;	/* links[0, nslots): keys and holes */
 	size_t nslots, cap;
 	size_t nlinks;		/* the keys among them: the payload's size */
-	/* The keyrings among the links, in link order: what a search or a
-	 * cycle check walks into, without a pass over every key.  nrings
-	 * is also the directory's link count, kept, not counted. */
-	struct mkey **rings;
-	size_t nrings, rcap;
+	/* The keyrings among the links, in link order, as their places in
+	 * links: what a search or a cycle check walks into, without a pass
+	 * over every key.  A keyring's unlink leaves its place here pointing
+	 * at the hole in links (mring_for_each_ring skips it), so that it
+	 * costs the same among any number of keyrings; such places are
+	 * dropped once they outnumber the keyrings, and squeezing links
+	 * renumbers them. */
+	uint32_t *rings;
+	size_t nrings, rcap;	/* places, those of holes among them */
+	size_t nkeyrings;	/* the directory's link count, kept, not counted */
 	uint32_t *index;	/* open addressing, linear probing: a link's
 				 * position in links + 1; 0: free */
 	size_t icap;		/* a power of two, at least twice nlinks */
@@ -284,6 +289,11 @@ void mring_serials(const struct mring *r, kserial_t *out);
 #define mring_for_each(r, i, k)					\
 	for (size_t i = 0; i < (r)->nslots; i++)		\
 		if (((k) = (r)->links[i]) == NULL) {} else
+/* For each keyring k that r links, in link order.  The body may not link
+ * or unlink in r. */
+#define mring_for_each_ring(r, i, k)				\
+	for (size_t i = 0; i < (r)->nrings; i++)		\
+		if (((k) = (r)->links[(r)->rings[i]]) == NULL) {} else
 struct mring *mring_alloc(void);
 void mring_free(struct mring *r);
 

@@ -260,52 +260,76 @@ static int index_grow(struct mring *r, size_t want)
 	return 0;
 }
 
-/* Squeeze the holes out of links, keeping the order. */
+/* Squeeze the holes out of links, keeping the order, and place the
+ * keyrings anew. */
 static void links_compact(struct mring *r)
 {
 	size_t n = 0;
 	struct mkey *k;
 
-	mring_for_each(r, i, k)
+	r->nrings = 0;
+	mring_for_each(r, i, k) {
+		if (mem_is_keyring(k))
+			r->rings[r->nrings++] = (uint32_t)n;
 		r->links[n++] = k;
+	}
 	r->nslots = n;
 	index_fill(r);
 }
 
-/* Room for one more in *v, which holds n of *cap (doubled from first);
- * at most max.  0 or -ENOMEM. */
-static int keys_room(struct mkey ***v, size_t n, size_t *cap, size_t first,
-		     size_t max)
+/* Drop the places of unlinked keyrings from rings, keeping the order. */
+static void rings_compact(struct mring *r)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < r->nrings; i++)
+		if (r->links[r->rings[i]])
+			r->rings[n++] = r->rings[i];
+	r->nrings = n;
+}
+
+/* Room for one more in the array v of n elements of size bytes, *cap of
+ * them allocated (doubled from first, at most max): the array, moved or
+ * not, or NULL (no memory) with v left as it was. */
+static void *room(void *v, size_t n, size_t *cap, size_t first, size_t max,
+		  size_t size)
 {
 	size_t want = *cap ? *cap * 2 : first;
-	struct mkey **l;
+	void *l;
 
 	if (n < *cap)
-		return 0;
+		return v;
 	if (want > max)
-		return -ENOMEM;
-	l = realloc(*v, want * sizeof(*l));
-	if (!l)
-		return -ENOMEM;
-	*v = l;
-	*cap = want;
-	return 0;
+		return NULL;
+	l = realloc(v, want * size);
+	if (l)
+		*cap = want;
+	return l;
 }
 
 int mring_reserve(struct mkey *keyring, struct mkey *child)
 {
 	struct mring *r = keyring->ring;
+	struct mkey **links;
+	uint32_t *rings;
 
 	if (r->nslots == r->cap && r->nlinks < r->nslots)
 		links_compact(r);
-	/* index positions are 32-bit */
-	if (keys_room(&r->links, r->nslots, &r->cap, 8, UINT32_MAX - 1) < 0)
+	/* index positions and places in rings are 32-bit */
+	links = room(r->links, r->nslots, &r->cap, 8, UINT32_MAX - 1,
+		     sizeof(*r->links));
+	if (!links)
 		return -ENOMEM;
+	r->links = links;
 	if (index_grow(r, r->nlinks + 1) < 0)
 		return -ENOMEM;
-	if (mem_is_keyring(child) &&
-	    keys_room(&r->rings, r->nrings, &r->rcap, 4, SIZE_MAX) < 0)
-		return -ENOMEM;
+	if (mem_is_keyring(child)) {
+		rings = room(r->rings, r->nrings, &r->rcap, 4, SIZE_MAX,
+			     sizeof(*r->rings));
+		if (!rings)
+			return -ENOMEM;
+		r->rings = rings;
+	}
 	if (child->nparents + 1 > child->pcap) {
 		uint32_t cap = child->pcap * 2;
 		bool inline1 = child->pcap == 1;
@@ -329,27 +353,6 @@ static void parent_remove(struct mkey *child, struct mkey *keyring)
 			mkey_parents(child)[i] = mkey_parents(child)[--child->nparents];
 			return;
 		}
-}
-
-/* Where keyring k is in r->rings (nrings if it is not). */
-static size_t ring_place(const struct mring *r, const struct mkey *k)
-{
-	size_t i = 0;
-
-	while (i < r->nrings && r->rings[i] != k)
-		i++;
-	return i;
-}
-
-static void ring_remove(struct mring *r, const struct mkey *k)
-{
-	size_t i = ring_place(r, k);
-
-	if (i == r->nrings)
-		return;
-	memmove(&r->rings[i], &r->rings[i + 1],
-		(r->nrings - i - 1) * sizeof(*r->rings));
-	r->nrings--;
 }
 
 /* Remove slot i from the index, shifting back the entries of its probe
@@ -389,8 +392,10 @@ struct mkey *mring_link(struct mkey *keyring, struct mkey *child)
 		r->links[r->nslots++] = child;
 		r->index[slot] = (uint32_t)r->nslots;
 		r->nlinks++;
-		if (mem_is_keyring(child))
-			r->rings[r->nrings++] = child;
+		if (mem_is_keyring(child)) {
+			r->rings[r->nrings++] = (uint32_t)(r->nslots - 1);
+			r->nkeyrings++;
+		}
 		old = NULL;
 	} else {
 		old = slot_key(r, slot);
@@ -398,10 +403,9 @@ struct mkey *mring_link(struct mkey *keyring, struct mkey *child)
 			return NULL;
 		/* Displace in place, as the kernel's assoc_array replaces
 		 * the leaf: the new key takes the old one's position.  The
-		 * two have one type: both keyrings or neither. */
+		 * two have one type: both keyrings or neither, so rings,
+		 * which holds places, stays as it is. */
 		r->links[r->index[slot] - 1] = child;
-		if (mem_is_keyring(child))
-			r->rings[ring_place(r, old)] = child;
 		parent_remove(old, keyring);
 	}
 	mkey_parents(child)[child->nparents++] = keyring;
@@ -423,14 +427,19 @@ bool mring_unlink(struct mkey *keyring, struct mkey *child)
 	index_delete(r, slot);
 	r->links[at] = NULL;
 	r->nlinks--;
+	if (mem_is_keyring(child))
+		r->nkeyrings--;
 	while (r->nslots && !r->links[r->nslots - 1])
 		r->nslots--;
-	/* Squeezing costs a pass over the links: once the holes outnumber
-	 * them, so that each unlink pays for about one step of it. */
+	/* rings is in link order: the places past the last link are last */
+	while (r->nrings && r->rings[r->nrings - 1] >= r->nslots)
+		r->nrings--;
+	/* Squeezing costs a pass: once the holes outnumber what is left, so
+	 * that each unlink pays for about one step of it. */
 	if (r->nslots - r->nlinks > r->nlinks + 8)
 		links_compact(r);
-	if (mem_is_keyring(child))
-		ring_remove(r, child);
+	else if (r->nrings - r->nkeyrings > r->nkeyrings + 8)
+		rings_compact(r);
 	parent_remove(child, keyring);
 	keyring->datalen = r->nlinks * MEM_LINK_BYTES;
 	return true;
@@ -450,6 +459,7 @@ void mring_clear(struct keyfs_backend *b, struct mkey *keyring)
 	r->nslots = 0;
 	r->nlinks = 0;
 	r->nrings = 0;
+	r->nkeyrings = 0;
 	if (r->index)
 		memset(r->index, 0, r->icap * sizeof(*r->index));
 	keyring->datalen = 0;

@@ -587,6 +587,111 @@ static void test_unlink_order(struct keyfs_backend *b, const char *name)
 	ok(same_links(b, kr, &found, 1), "%s: and used again", name);
 }
 
+/* Do the keyrings of kr, and only those, hold what a search and a cycle
+ * check walk into, and does kr's link count say how many there are?
+ * Keyring i of rings holds the user key "in<i>"; live[i]: still linked. */
+static bool rings_walked(struct keyfs_backend *b, kserial_t kr,
+			 const kserial_t *rings, const bool *live, size_t n)
+{
+	struct key_info ki;
+	unsigned nlive = 0;
+	kserial_t found, inner;
+	char desc[32];
+
+	for (size_t i = 0; i < n; i++) {
+		snprintf(desc, sizeof(desc), "in%zu", i);
+		if ((ops->search(b, &me, "user", desc, &found) == 0) != live[i])
+			return false;
+		nlive += live[i];
+	}
+	if (ops->describe(b, &me, kr, &ki) < 0 || ki.nlink != 2 + nlive)
+		return false;
+	/* linking kr below a keyring of its own is a cycle through rings */
+	for (size_t i = n; i-- > 0;)
+		if (live[i]) {
+			inner = add(b, &me, "keyring", "below", NULL, rings[i]);
+			return inner > 0 &&
+			       ops->link(b, &me, kr, inner) == -EDEADLK &&
+			       ops->unlink(b, &me, inner, rings[i]) == 0;
+		}
+	return true;
+}
+
+/* A keyring's keyrings among its other links: unlinking them from the
+ * back, the front and the middle (holes, then squeezes), displacing one
+ * and appending after, keep searches, cycle checks and the link count
+ * right. */
+static void test_ring_places(struct keyfs_backend *b)
+{
+	enum { N = 80 };	/* keyrings, each with a key: within 200 keys */
+	kserial_t s = spec(b, KEYFS_SPEC_SESSION), kr, found, rings[N + 4], plain[N / 4];
+	bool live[N + 4] = { false };
+	size_t i, n = N, lost = 0;
+	char desc[32];
+
+	kr = add(b, &me, "keyring", "places", NULL, s);
+	for (i = 0; i < N; i++) {
+		snprintf(desc, sizeof(desc), "ring%zu", i);
+		rings[i] = add(b, &me, "keyring", desc, NULL, kr);
+		snprintf(desc, sizeof(desc), "in%zu", i);
+		live[i] = add(b, &me, "user", desc, "x", rings[i]) > 0;
+		if (i % 4 == 0) {
+			snprintf(desc, sizeof(desc), "plain%zu", i);
+			plain[i / 4] = add(b, &me, "user", desc, "x", kr);
+		}
+	}
+	ok(rings_walked(b, kr, rings, live, n), "places: %d keyrings walked", N);
+
+	/* the last ones: the tail goes */
+	for (i = N - 5; i < N; i++) {
+		lost += ops->unlink(b, &me, rings[i], kr) < 0;
+		live[i] = false;
+	}
+	ok(rings_walked(b, kr, rings, live, n), "places: the last five unlinked");
+	/* every other one and the first ten: holes, then a squeeze of the
+	 * keyrings' places (not yet of the links) */
+	for (i = 0; i < N - 5; i++)
+		if (i % 2 == 0 || i < 10) {
+			lost += ops->unlink(b, &me, rings[i], kr) < 0;
+			live[i] = false;
+		}
+	ok(rings_walked(b, kr, rings, live, n), "places: every other one unlinked");
+	/* the plain keys and most keyrings: the holes outnumber the links,
+	 * which squeezes links and places the keyrings anew */
+	for (i = 0; i < N / 4; i++)
+		if (ops->unlink(b, &me, plain[i], kr) < 0)
+			lost++;
+	for (i = 11; i < N - 20; i += 2) {
+		lost += ops->unlink(b, &me, rings[i], kr) < 0;
+		live[i] = false;
+	}
+	is_int(lost, 0, "places: every unlink done");
+	ok(rings_walked(b, kr, rings, live, n), "places: squeezed");
+
+	/* a keyring of a linked one's name displaces it in place */
+	i = N - 7;
+	snprintf(desc, sizeof(desc), "ring%zu", i);
+	rings[i] = add(b, &me, "keyring", desc, NULL, kr);
+	snprintf(desc, sizeof(desc), "in%zu", i);
+	ok(rings[i] > 0 && ops->search(b, &me, "user", desc, &found) == -ENOKEY,
+	   "places: the displaced one is not walked");
+	live[i] = add(b, &me, "user", desc, "x", rings[i]) > 0;
+	ok(rings_walked(b, kr, rings, live, n),
+	   "places: the one that displaced it is");
+	/* appended after the tail went */
+	for (; n < N + 4; n++) {
+		snprintf(desc, sizeof(desc), "ring%zu", n);
+		rings[n] = add(b, &me, "keyring", desc, NULL, kr);
+		snprintf(desc, sizeof(desc), "in%zu", n);
+		live[n] = add(b, &me, "user", desc, "x", rings[n]) > 0;
+	}
+	ok(rings_walked(b, kr, rings, live, n), "places: appended after");
+	ops->clear(b, &me, kr);
+	for (i = 0; i < n; i++)
+		live[i] = false;
+	ok(rings_walked(b, kr, rings, live, n), "places: cleared");
+}
+
 /* A directory of its own under tmpdir for a store: dir and its store. */
 static void store_paths(const char *name, char dir[256], char store[300])
 {
@@ -798,6 +903,11 @@ int main(void)
 	b = start(NULL, NULL);
 	if (b) {
 		test_unlink_order(b, "holes");
+		ops->destroy(b);
+	}
+	b = start(NULL, NULL);
+	if (b) {
+		test_ring_places(b);
 		ops->destroy(b);
 	}
 	test_request();
