@@ -895,16 +895,6 @@ int main(int argc, char **argv)
 		big_have[k] = fill_ring(t, ring_big, 0, (unsigned long)window, near_empty[k], 0);
 		/* a ring of window keys, emptied in turn with the big one later */
 		ru_have[k] = fill_ring(t, "ru", 0, (unsigned long)window, NULL, 0);
-		/* removing a keyring from a keyring of window keyrings, in turn
-		 * with one of plan.big keyrings (spread out) */
-		if (fill_with(t, "rd", 0, (unsigned long)window, NULL, 0, make_dir) == (unsigned long)window &&
-		    fill_with(t, "rD", 0, plan.big, NULL, 0, make_dir) == plan.big) {
-			const char *const rings[2] = { "rd", "rD" };
-			const unsigned long steps[2] = { 1, plan.big / (unsigned long)window };
-			double *const times[2] = { rmdir_empty[k], rmdir_full[k] };
-			remove_in_turn(t, rings, steps, window, times, rmdir);
-		}
-		clear_ring(t, "rD");	/* the rows after it see the model they saw before */
 	}
 
 	fprintf(stderr, "keyfs-bench: setting up keys (%.0f s)\n", now() - start);
@@ -1099,6 +1089,22 @@ int main(int argc, char **argv)
 		double *const times[2] = { unlink_empty[k], unlink_full[k] };
 		if (have(t) && big_have[k] >= plan.big && ru_have[k] == (unsigned long)window)
 			remove_in_turn((enum target)t, rings, steps, window, times, unlink);
+	}
+
+	/* Memory: removing a keyring from a keyring of window keyrings, in
+	 * turn with one of plan.big keyrings (spread out); last, so that the
+	 * rows before see the daemon they saw before these rows were added. */
+	for (int k = 0; k < 2; k++) {
+		int t = k ? T_MEM_OFF : T_MEM_DEF;
+		const char *const rings[2] = { "rd", "rD" };
+		const unsigned long steps[2] = { 1, plan.big / (unsigned long)window };
+		double *const times[2] = { rmdir_empty[k], rmdir_full[k] };
+		if (!have(t))
+			continue;
+		if (fill_with((enum target)t, "rd", 0, (unsigned long)window, NULL, 0, make_dir) == (unsigned long)window &&
+		    fill_with((enum target)t, "rD", 0, plan.big, NULL, 0, make_dir) == plan.big)
+			remove_in_turn((enum target)t, rings, steps, window, times, rmdir);
+		clear_ring((enum target)t, "rD");
 	}
 
 	long rss0 = -1, rss1 = -1;
