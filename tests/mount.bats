@@ -187,8 +187,14 @@ unmount()
 
 teardown()
 {
-	local dir pid i
+	local dir pid i _ type
 
+	# A mount that a failed assertion left before mounted() registered it
+	# must not outlive its test either.
+	while read -r _ dir type _; do
+		[[ $type == fuse.keyfs && $dir == "$BATS_TEST_TMPDIR"/* ]] &&
+			MOUNTED+=("$dir")
+	done </proc/mounts
 	for dir in "${MOUNTED[@]}"; do
 		mountpoint -q "$dir" 2>/dev/null || continue
 		pid=$(daemon_pid "$dir")
