@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <sys/xattr.h>
@@ -138,6 +139,46 @@ static long vm_bytes(pid_t pid, const char *field)
 			kb = strtol(line + fl + 1, NULL, 10);
 	fclose(f);
 	return kb < 0 ? -1 : kb * 1024;
+}
+
+/* CPU seconds pid's threads have run (the kernel's schedstat, in ns), or
+ * NAN when pid is unknown or gone. */
+static double proc_cpu(pid_t pid)
+{
+	char path[64];
+	double sum = 0;
+	int n = 0;
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	DIR *d = pid > 0 ? opendir(path) : NULL;
+	if (!d)
+		return NAN;
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		char stat[96];
+		unsigned long long ns;
+		if (de->d_name[0] == '.' || strlen(de->d_name) > 16)
+			continue;
+		snprintf(stat, sizeof(stat), "%s/%.16s/schedstat", path, de->d_name);
+		FILE *f = fopen(stat, "r");
+		if (!f)
+			continue;	/* a thread that ended meanwhile */
+		if (fscanf(f, "%llu", &ns) == 1) {
+			sum += (double)ns / 1e9;
+			n++;
+		}
+		fclose(f);
+	}
+	closedir(d);
+	return n ? sum : NAN;
+}
+
+/* CPU seconds of this process's waited-for children. */
+static double children_cpu(void)
+{
+	struct rusage ru;
+	getrusage(RUSAGE_CHILDREN, &ru);
+	return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+	       (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
 }
 
 /* ---- raw keyctl: the session keyring's rings ---- */
@@ -550,8 +591,11 @@ static double m_ls(enum target t, const char *ring)
 }
 
 /* P processes read keys for plan.par_seconds: the same key or one each.
- * Returns the total reads per second. */
-static double m_par(enum target t, const char *ring, int procs, int same)
+ * Returns the total reads per second; *cpu_us (if not NULL) is the CPU
+ * time the readers and the daemon spent per read, in microseconds (NAN
+ * where the daemon is not known), which tells how much of the machine one
+ * reader keeps busy. */
+static double m_par(enum target t, const char *ring, int procs, int same, double *cpu_us)
 {
 	int go[2], res[2];
 	pid_t kids[16];
@@ -582,6 +626,7 @@ static double m_par(enum target t, const char *ring, int procs, int same)
 	}
 	close(go[0]);
 	close(res[1]);
+	double kids0 = children_cpu(), daemon0 = t == T_RAW ? 0 : proc_cpu(tg[t].pid);
 	double t0 = now();
 	close(go[1]); /* every child starts at once */
 	long total = 0, one;
@@ -598,6 +643,10 @@ static double m_par(enum target t, const char *ring, int procs, int same)
 	if (bad) {
 		fail("parallel readers on", target_name[t], EIO);
 		return NAN;
+	}
+	if (cpu_us) {
+		double daemon = t == T_RAW ? 0 : proc_cpu(tg[t].pid) - daemon0;
+		*cpu_us = total > 0 ? (children_cpu() - kids0 + daemon) * 1e6 / (double)total : NAN;
 	}
 	return (double)total / dt;
 }
@@ -758,9 +807,77 @@ static void within_line(const char *what, double big, double small, const char *
 	target_line(what, fig, goal, !measured || isnan(x) ? -1 : x <= 1.5);
 }
 
+/* The median over repetitions of a's sample over b's, for target t. */
+static double ratio_of(const struct row *a, const struct row *b, int t)
+{
+	double tmp[MAX_REPS];
+	for (int i = 0; i < a->nsamples; i++)
+		tmp[i] = a->v[t][i] / b->v[t][i];
+	return median(tmp, a->nsamples);
+}
+
+/* 4 readers against 1: the throughput ratio, how many CPUs one reader
+ * keeps busy (its CPU per read times its reads per second), and what all
+ * the machine's CPUs give at one reader's CPU per read: the most four
+ * readers can reach unless a read costs less CPU with more readers (it
+ * costs more where CPUs poll; where they halt at once, one reader's CPU
+ * per read includes its wake-ups, which more readers share). */
+static void readers_figure(char *buf, size_t len, const struct row *one, const struct row *four,
+			   const struct row *cpu1, const struct row *cpu4, int t)
+{
+	double busy[MAX_REPS];
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	for (int i = 0; i < one->nsamples; i++)
+		busy[i] = one->v[t][i] * cpu1->v[t][i] / 1e6;
+	double b = median(busy, one->nsamples);
+	snprintf(buf, len, "%.2fx throughput; one reader keeps %.2f of %ld CPUs busy: all %ld give %.2fx at "
+		 "its CPU per read; CPU per read %.1f us with 4, %.1f us with 1",
+		 ratio_of(four, one, t), b, ncpu, ncpu, (double)ncpu / b, med_abs(cpu4, t), med_abs(cpu1, t));
+}
+
 static int have(int t)
 {
 	return tg[t].root != NULL;
+}
+
+/* ---- how an idle CPU waits ---- */
+
+/*
+ * bench/run makes an idle CPU poll before it halts (see bench/README.md,
+ * Method) and says so in KEYFS_BENCH_HALT_POLL=PATH:OWN:RUN: the setting's
+ * file, the machine's own value and the run's.  One reader then keeps
+ * about one CPU busy, so four on two CPUs cannot give twice its
+ * throughput; with the machine's own setting (halting at once) one
+ * reader waits on wake-ups and leaves CPUs idle that more readers use.
+ * The readers' rows are measured both ways.
+ */
+static struct {
+	char path[256];
+	char own[32], run[32];
+} idle_set;
+
+static int idle_known(void)
+{
+	const char *e = getenv("KEYFS_BENCH_HALT_POLL");
+	const char *c1 = e ? strchr(e, ':') : NULL, *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+	if (!c2 || (size_t)(c1 - e) >= sizeof(idle_set.path) || (size_t)(c2 - c1) > sizeof(idle_set.own) ||
+	    strlen(c2 + 1) >= sizeof(idle_set.run))
+		return 0;
+	snprintf(idle_set.path, sizeof(idle_set.path), "%.*s", (int)(c1 - e), e);
+	snprintf(idle_set.own, sizeof(idle_set.own), "%.*s", (int)(c2 - c1 - 1), c1 + 1);
+	snprintf(idle_set.run, sizeof(idle_set.run), "%s", c2 + 1);
+	return 1;
+}
+
+/* own: the machine's setting, else the run's; bench/run puts the
+ * machine's back on exit whatever happens here. */
+static void set_idle(int own)
+{
+	FILE *f = fopen(idle_set.path, "w");
+	if (!f || fprintf(f, "%s\n", own ? idle_set.own : idle_set.run) < 0)
+		fail("set", idle_set.path, errno);
+	if (f)
+		fclose(f);
 }
 
 /* ---- the run ---- */
@@ -1027,6 +1144,24 @@ int main(int argc, char **argv)
 					      s ? "same key" : "different keys", plan.large);
 			r_par[s][p]->nsamples = plan.par_reps;
 		}
+	/* The CPU one and four readers of different keys cost per read, and
+	 * the same two rows with the idle CPU waiting as the machine had it
+	 * before bench/run made it poll (see halt_idle). */
+	struct row *r_cpu[2], *r_halt[2], *r_halt_cpu[2];
+	int halt = idle_known();
+	for (int i = 0; i < 2; i++) {
+		r_cpu[i] = row_new(U_US, 1, "CPU per read, %d reader%s, different keys (readers + daemon)", i ? 4 : 1,
+				   i ? "s" : "");
+		r_cpu[i]->nsamples = plan.par_reps;
+		r_halt[i] = r_halt_cpu[i] = NULL;
+	}
+	for (int i = 0; i < 2 && halt; i++) {
+		r_halt[i] = row_new(U_OPS, 1, "%d reader%s, different keys, idle CPUs halting at once", i ? 4 : 1,
+				    i ? "s" : "");
+		r_halt_cpu[i] = row_new(U_US, 1, "CPU per read, %d reader%s, different keys, idle CPUs halting at once",
+					i ? 4 : 1, i ? "s" : "");
+		r_halt[i]->nsamples = r_halt_cpu[i]->nsamples = plan.par_reps;
+	}
 	for (int rep = 0; rep < plan.par_reps; rep++) {
 		fprintf(stderr, "keyfs-bench: parallel readers %d/%d (%.0f s)\n", rep + 1, plan.par_reps, now() - start);
 		for (int s = 0; s < 2; s++)
@@ -1035,8 +1170,20 @@ int main(int argc, char **argv)
 					int t = order(rep, k, 1, 1);
 					if (t < 0)
 						break;
-					r_par[s][p]->v[t][rep] = m_par((enum target)t, ring_l, procs[p], s);
+					double *cpu = s == 0 && (p == 0 || p == 2) ? &r_cpu[p / 2]->v[t][rep] : NULL;
+					r_par[s][p]->v[t][rep] = m_par((enum target)t, ring_l, procs[p], s, cpu);
 				}
+		if (!halt)
+			continue;
+		set_idle(1);
+		for (int i = 0; i < 2; i++)
+			for (int k = 0;; k++) {
+				int t = order(rep, k, 1, 1);
+				if (t < 0)
+					break;
+				r_halt[i]->v[t][rep] = m_par((enum target)t, ring_l, i ? 4 : 1, 0, &r_halt_cpu[i]->v[t][rep]);
+			}
+		set_idle(0);
 	}
 
 	/* Memory, caches off: the keys a search finds (m_search). */
@@ -1274,17 +1421,20 @@ int main(int argc, char **argv)
 			 plan.big);
 		within_line(what, search_far, search_near, "<= 1.50x (no O(n) path)", 1);
 	}
-	for (int k = 0; k < 2; k++) {
-		int t = k ? T_KER_DEF : T_MEM_DEF;
-		double tmp[MAX_REPS];
-		for (int i = 0; i < plan.par_reps; i++)
-			tmp[i] = r_par[0][2]->v[t][i] / r_par[0][0]->v[t][i];
-		double x = median(tmp, plan.par_reps);
-		char what[96];
-		snprintf(what, sizeof(what), "4 readers vs 1, different keys, %lu keys, %s", plan.large, k ? "kernel" : "memory");
-		snprintf(fig, sizeof(fig), "%.2fx throughput", x);
-		target_line(what, fig, ">= 2.00x", isnan(x) ? -1 : x >= 2);
-	}
+	for (int h = 0; h < 2; h++)
+		for (int k = 0; k < 2; k++) {
+			int t = k ? T_KER_DEF : T_MEM_DEF;
+			struct row *one = h ? r_halt[0] : r_par[0][0], *four = h ? r_halt[1] : r_par[0][2];
+			struct row *cpu1 = h ? r_halt_cpu[0] : r_cpu[0], *cpu4 = h ? r_halt_cpu[1] : r_cpu[1];
+			if (!one)
+				continue;
+			char what[128], fig2[200];
+			snprintf(what, sizeof(what), "4 readers vs 1, different keys, %lu keys, %s%s", plan.large,
+				 k ? "kernel" : "memory", h ? ", idle CPUs halting at once" : "");
+			readers_figure(fig2, sizeof(fig2), one, four, cpu1, cpu4, t);
+			double x = ratio_of(four, one, t);
+			target_line(what, fig2, ">= 2.00x", isnan(x) ? -1 : x >= 2);
+		}
 	{
 		double x = r_rss->v[T_MEM_DEF][0];
 		snprintf(fig, sizeof(fig), "%.0f B", x);
