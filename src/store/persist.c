@@ -97,19 +97,23 @@ struct replay {
 	struct store_image *img;
 	const char *path;
 	struct smap idx;		/* serial -> index in img->keys */
+	/* Every put asks whether its key's positions are kept: by serial,
+	 * so that a journal over many keyrings costs its records. */
 	struct ringpos *rings;
-	size_t nrings;
+	size_t nrings, rings_cap;
+	struct smap ring_idx;		/* keyring serial -> index in rings */
 	bool dels;			/* links to deleted keys to drop */
 };
 
 static void replay_free(struct replay *rp)
 {
 	smap_free(&rp->idx);
+	smap_free(&rp->ring_idx);
 	for (size_t i = 0; i < rp->nrings; i++)
 		smap_free(&rp->rings[i].pos);
 	free(rp->rings);
 	rp->rings = NULL;
-	rp->nrings = 0;
+	rp->nrings = rp->rings_cap = 0;
 }
 
 static int replay_index(struct replay *rp)
@@ -127,37 +131,54 @@ static ssize_t find(struct replay *rp, kserial_t serial)
 	return i == NONE ? -1 : (ssize_t)i;
 }
 
-/* Forget keyring's positions: its links were replaced or it went. */
-static void ring_forget(struct replay *rp, kserial_t keyring)
+/* Forget keyring's positions: its links were replaced or it went.  The
+ * last keyring's take its place; -ENOMEM only where the index cannot
+ * follow. */
+static int ring_forget(struct replay *rp, kserial_t keyring)
 {
-	for (size_t i = 0; i < rp->nrings; i++)
-		if (rp->rings[i].keyring == keyring) {
-			smap_free(&rp->rings[i].pos);
-			rp->rings[i] = rp->rings[--rp->nrings];
-			return;
-		}
+	size_t i = smap_get(&rp->ring_idx, keyring);
+
+	if (i == NONE)
+		return 0;
+	smap_free(&rp->rings[i].pos);
+	rp->rings[i] = rp->rings[--rp->nrings];
+	if (smap_set(&rp->ring_idx, keyring, NONE) < 0)
+		return -ENOMEM;
+	if (i < rp->nrings &&
+	    smap_set(&rp->ring_idx, rp->rings[i].keyring, i) < 0)
+		return -ENOMEM;
+	return 0;
 }
 
 static struct ringpos *ring_positions(struct replay *rp,
 				      const struct store_key *r)
 {
-	struct ringpos *rings, *p;
+	size_t i = smap_get(&rp->ring_idx, r->serial);
+	struct ringpos *p;
 
-	for (size_t i = 0; i < rp->nrings; i++)
-		if (rp->rings[i].keyring == r->serial)
-			return &rp->rings[i];
-	rings = realloc(rp->rings, (rp->nrings + 1) * sizeof(*rings));
-	if (!rings)
-		return NULL;
-	rp->rings = rings;
+	if (i != NONE)
+		return &rp->rings[i];
+	if (rp->nrings == rp->rings_cap) {
+		size_t cap = rp->rings_cap ? rp->rings_cap * 2 : 8;
+		struct ringpos *rings = realloc(rp->rings, cap * sizeof(*rings));
+
+		if (!rings)
+			return NULL;
+		rp->rings = rings;
+		rp->rings_cap = cap;
+	}
 	p = &rp->rings[rp->nrings];
 	memset(p, 0, sizeof(*p));
 	p->keyring = r->serial;
-	for (size_t i = 0; i < r->nlinks; i++)
-		if (r->links[i] && smap_set(&p->pos, r->links[i], i) < 0) {
+	for (size_t j = 0; j < r->nlinks; j++)
+		if (r->links[j] && smap_set(&p->pos, r->links[j], j) < 0) {
 			smap_free(&p->pos);
 			return NULL;
 		}
+	if (smap_set(&rp->ring_idx, r->serial, rp->nrings) < 0) {
+		smap_free(&p->pos);
+		return NULL;
+	}
 	rp->nrings++;
 	return p;
 }
@@ -176,7 +197,11 @@ static int op_put(struct replay *rp, const struct journal_op *op,
 		store_key_free(&k);
 		return ret;
 	}
-	ring_forget(rp, k.serial);
+	ret = ring_forget(rp, k.serial);
+	if (ret < 0) {
+		store_key_free(&k);
+		return ret;
+	}
 	i = find(rp, k.serial);
 	if (i >= 0) {
 		store_key_free(&img->keys[i]);
@@ -209,7 +234,8 @@ static int op_del(struct replay *rp, kserial_t serial)
 
 	if (i < 0)
 		return 0;
-	ring_forget(rp, serial);
+	if (ring_forget(rp, serial) < 0)
+		return -ENOMEM;
 	store_key_free(&img->keys[i]);
 	img->keys[i] = img->keys[--img->nkeys];
 	rp->dels = true;

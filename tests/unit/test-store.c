@@ -869,6 +869,72 @@ static void test_replay(void)
 	store_image_free(&img);
 }
 
+static const struct store_key *img_key(const struct store_image *img,
+				       kserial_t serial)
+{
+	for (size_t i = 0; i < img->nkeys; i++)
+		if (img->keys[i].serial == serial)
+			return &img->keys[i];
+	return NULL;
+}
+
+static bool links_are(const struct store_key *k, const kserial_t *want,
+		      size_t n)
+{
+	if (!k || k->nlinks != n)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (k->links[i] != want[i])
+			return false;
+	return true;
+}
+
+/* Replay keeps the positions of every keyring its link ops touch, found
+ * by serial; a put of one of them forgets its positions, and the last
+ * keyring's take their place (persist.c, ring_forget): a link op on that
+ * one must still find its own. */
+static void test_replay_rings(void)
+{
+#define KRING(s, d, links) "{\"serial\": " #s ", \"type\": \"keyring\", \"description\": \"" d \
+	"\", \"uid\": 0, \"gid\": 0, \"perm\": \"0x3f030000\", \"state\": \"valid\", \"links\": [" links "]}"
+#define KUSER(s, d) "{\"serial\": " #s ", \"type\": \"user\", \"description\": \"" d \
+	"\", \"uid\": 0, \"gid\": 0, \"perm\": \"0x3f010000\", \"state\": \"valid\", \"payload\": \"eA==\"}"
+	static const char snap[] =
+		"{\"format\": 1, \"next_serial\": 100, \"session\": 10, \"keys\": [\n"
+		KRING(10, "_ses", "20, 21, 22") ",\n"
+		KRING(20, "r0", "30") ",\n" KRING(21, "r1", "31") ",\n" KRING(22, "r2", "32") ",\n"
+		KUSER(30, "a") ",\n" KUSER(31, "a") ",\n" KUSER(32, "a") "\n]}\n";
+	static const char journal[] =
+		"{\"keyfs_journal\":1}\n"
+		"{\"seq\":1,\"ops\":[{\"put\":" KUSER(40, "b") "},{\"link\":[20,40]},"
+		"{\"put\":" KUSER(41, "b") "},{\"link\":[21,41]},"
+		"{\"put\":" KUSER(42, "b") "},{\"link\":[22,42]}]}\n"
+		"{\"seq\":2,\"ops\":[{\"put\":" KRING(20, "r0", "30, 40") "}]}\n"
+		"{\"seq\":3,\"ops\":[{\"put\":" KUSER(43, "c") "},{\"link\":[10,43]}]}\n"
+		"{\"seq\":4,\"ops\":[{\"unlink\":[22,32]}]}\n";
+#undef KRING
+#undef KUSER
+	static const kserial_t ses[] = { 20, 21, 22, 43 }, r0[] = { 30, 40 },
+			       r1[] = { 31, 41 }, r2[] = { 42 };
+	const char *p = path_in("rings.json");
+	char jpath[600], err[512];
+	struct store_image img;
+	struct store_file *sf = NULL;
+
+	snprintf(jpath, sizeof(jpath), "%s" STORE_JOURNAL_SUFFIX, p);
+	ok(put_file(p, snap, strlen(snap)) == 0 &&
+	   put_file(jpath, journal, strlen(journal)) == 0, "rings: a snapshot and a journal written");
+	is_int(store_open(p, NULL, &img, &sf, err, sizeof(err)), 0,
+	       "rings: they load: %s", err);
+	ok(links_are(img_key(&img, 22), r2, 1),
+	   "rings: the unlink finds the keyring whose positions moved when another was put");
+	ok(links_are(img_key(&img, 10), ses, 4) && links_are(img_key(&img, 20), r0, 2) &&
+	   links_are(img_key(&img, 21), r1, 2),
+	   "rings: the other keyrings' links as the journal left them");
+	store_close(sf);
+	store_image_free(&img);
+}
+
 int main(void)
 {
 	const char *tmp = getenv("TMPDIR");
@@ -892,6 +958,7 @@ int main(void)
 	test_save_failures();
 	test_links_undo();
 	test_replay();
+	test_replay_rings();
 
 	free(big_payload);
 	ret = done_testing();
