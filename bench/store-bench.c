@@ -147,6 +147,65 @@ static void gen_store(const char *path, unsigned long n)
 		die("%s: %s", path, strerror(errno));
 }
 
+/*
+ * A store of k keyrings in the session, each linking one key, and a
+ * journal of k records, each a new key linked into another of them
+ * (journal 1); or the same keys with no journal, every link in the
+ * snapshot (journal 0).  The replay of a journal that touches the links
+ * of many keyrings costs its records, not records x keyrings: the load
+ * of the first within a little of the second's.
+ */
+static void gen_rings(const char *path, unsigned long k, int journal)
+{
+	char jpath[4200];
+	FILE *f = fopen(path, "w"), *j;
+	const long r0 = FIRST + 4, b0 = r0 + 2 * (long)k;
+
+	if (!f)
+		die("%s: %s", path, strerror(errno));
+	fprintf(f, "{\"format\": 1, \"next_serial\": %ld, \"session\": %d, \"user\": %d, "
+		   "\"user_session\": %d, \"persistent\": %d, \"keys\": [\n",
+		b0 + (long)k + 1, FIRST + 2, FIRST, FIRST + 1, FIRST + 3);
+#define RRING "{\"serial\": %ld, \"type\": \"keyring\", \"description\": \"%s\", \"uid\": 0, \"gid\": 0, " \
+	      "\"perm\": \"0x3f030000\", \"state\": \"valid\", \"links\": ["
+#define RUSER "{\"serial\": %ld, \"type\": \"user\", \"description\": \"%s\", \"uid\": 0, \"gid\": 0, " \
+	      "\"perm\": \"0x3f010000\", \"state\": \"valid\", \"payload\": \"eA==\"}"
+	fprintf(f, RRING "]},\n", (long)FIRST, "_uid.0");
+	fprintf(f, RRING "%d]},\n", (long)FIRST + 1, "_uid_ses.0", FIRST);
+	fprintf(f, RRING "%d", (long)FIRST + 2, "_ses", FIRST);
+	for (unsigned long i = 0; i < k; i++)
+		fprintf(f, ", %ld", r0 + 2 * (long)i);
+	fprintf(f, "]},\n" RRING "]}", (long)FIRST + 3, "_persistent.0");
+	for (unsigned long i = 0; i < k; i++) {
+		char name[32];
+		long r = r0 + 2 * (long)i;
+		snprintf(name, sizeof(name), "r%lu", i);
+		fprintf(f, ",\n" RRING "%ld", r, name, r + 1);
+		if (!journal)
+			fprintf(f, ", %ld", b0 + (long)i);
+		fprintf(f, "]},\n" RUSER, r + 1, "a");
+		if (!journal)
+			fprintf(f, ",\n" RUSER, b0 + (long)i, "b");
+	}
+	fprintf(f, "\n]}\n");
+	if (fclose(f) != 0)
+		die("%s: %s", path, strerror(errno));
+	if (!journal)
+		return;
+	snprintf(jpath, sizeof(jpath), "%s.journal", path);
+	j = fopen(jpath, "w");
+	if (!j)
+		die("%s: %s", jpath, strerror(errno));
+	fprintf(j, "{\"keyfs_journal\":1}\n");
+	for (unsigned long i = 0; i < k; i++)
+		fprintf(j, "{\"seq\":%lu,\"ops\":[{\"put\":" RUSER "},{\"link\":[%ld,%ld]}]}\n", i + 1,
+			b0 + (long)i, "b", r0 + 2 * (long)i, b0 + (long)i);
+#undef RRING
+#undef RUSER
+	if (fclose(j) != 0)
+		die("%s: %s", jpath, strerror(errno));
+}
+
 static void copy_file(const char *from, const char *to)
 {
 	char cmd[12800];
@@ -316,7 +375,7 @@ int main(int argc, char **argv)
 	signal(SIGTERM, on_signal);
 	setvbuf(stdout, NULL, _IOLBF, 0);
 
-	const unsigned long big = quick ? 2000 : 100000, small = 100;
+	const unsigned long big = quick ? 2000 : 100000, small = 100, rings = quick ? 500 : 50000;
 	const int loads = quick ? 2 : 5, rounds = quick ? 3 : 10, per = quick ? 5 : 20;
 	char s_big[4200], s_small[4200], s_load[4200], s_a[4200], probe[4200], ring[4400];
 
@@ -336,6 +395,41 @@ int main(int argc, char **argv)
 		unmount_one(mount_keyfs("load", s_load, &load[i]));
 	}
 	double load_s = median(load, loads);
+
+	/* Keyrings: K and K/10 of them, from a snapshot alone and with a
+	 * journal; per key, the big store within a little of the small. */
+	const unsigned long nrings[2] = { rings / 10, rings };
+	double load_r[2][2][8];	/* [big][journal][sample] */
+	char s_r[2][2][4200], cmd[12800];
+	for (int b = 0; b < 2; b++)
+		for (int jl = 0; jl < 2; jl++) {
+			snprintf(s_r[b][jl], sizeof(s_r[b][jl]), "%s/gen-rings-%d-%d.json", dir, b, jl);
+			gen_rings(s_r[b][jl], nrings[b], jl);
+		}
+	for (int i = 0; i < loads; i++)
+		for (int b = 0; b < 2; b++)
+			for (int jl = 0; jl < 2; jl++) {
+				copy_file(s_r[b][jl], s_load);
+				snprintf(cmd, sizeof(cmd), "cp '%s.journal' '%s.journal'", s_r[b][jl], s_load);
+				if (jl && system(cmd) != 0)
+					die("cannot copy %s.journal", s_r[b][jl]);
+				unmount_one(mount_keyfs("load", s_load, &load_r[b][jl][i]));
+			}
+	double rings_s[2][2], rings_ratio[2];
+	for (int jl = 0; jl < 2; jl++) {
+		double per_key[8];
+		for (int i = 0; i < loads; i++)
+			per_key[i] = (load_r[1][jl][i] / (double)nrings[1]) / (load_r[0][jl][i] / (double)nrings[0]);
+		rings_ratio[jl] = median(per_key, loads);
+		for (int b = 0; b < 2; b++)
+			rings_s[b][jl] = median(load_r[b][jl], loads);
+	}
+	for (int b = 0; b < 2; b++)
+		for (int jl = 0; jl < 2; jl++) {
+			unlink(s_r[b][jl]);
+			snprintf(cmd, sizeof(cmd), "%.4199s.journal", s_r[b][jl]);
+			unlink(cmd);
+		}
 
 	/* Memory: the same keys with the store, and made by create without. */
 	copy_file(s_big, s_a);
@@ -437,6 +531,12 @@ int main(int argc, char **argv)
 	printf("| setxattr of a key's perm near %lu keys (median of %d) | %.1f us |\n", big, n, m_perm * 1e6);
 	printf("| fsync of a 256-byte append in the store's directory (median of %d) | %.1f us |\n", n, m_fsync * 1e6);
 	printf("| load of %lu keys (exec to mounted, median of %d) | %.3f s |\n", big, loads, load_s);
+	for (int b = 0; b < 2; b++) {
+		printf("| load of %lu keyrings in the session, each linking 2 keys, from the snapshot alone "
+		       "(median of %d) | %.3f s |\n", nrings[b], loads, rings_s[b][0]);
+		printf("| load of the same keys, one of each keyring's 2 linked by a journal of %lu records "
+		       "(median of %d) | %.3f s |\n", nrings[b], loads, rings_s[b][1]);
+	}
 	printf("| daemon RSS, %lu keys loaded from a store, listed | %.1f MiB |\n", big, rss_store / 1024.0);
 	printf("| daemon RSS, %lu keys made by create without a store (%.1f s), listed | %.1f MiB |\n",
 	       big, fill_s, rss_none / 1024.0);
@@ -453,5 +553,9 @@ int main(int argc, char **argv)
 	printf("| store: load of %lu keys | %.3f s | < 1 s | %s |\n", big, load_s, load_s < 1 ? "met" : "MISSED");
 	printf("| store: daemon RSS with a store vs without | %.2fx | <= 1.20x | %s |\n", ratio_rss,
 	       ratio_rss <= 1.2 ? "met" : "MISSED");
+	for (int jl = 0; jl < 2; jl++)
+		printf("| store: load of %lu keyrings vs %lu, per key%s (no O(n) path) | %.2fx | <= 1.50x | %s |\n",
+		       nrings[1], nrings[0], jl ? ", with the journal" : ", snapshot alone", rings_ratio[jl],
+		       rings_ratio[jl] <= 1.5 ? "met" : "MISSED");
 	return 0;
 }

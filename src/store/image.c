@@ -420,13 +420,18 @@ static int check_graph(struct store_ctx *c, const struct store_image *img,
 		return -ENOMEM;
 	for (size_t i = 0; i < img->nkeys && ret == 0; i++) {
 		const struct store_key *k = &img->keys[i];
+		size_t kcap = 2;
 
 		if (!is_keyring(k))
 			continue;
 		store_where_key(c, k->serial);
-		/* Only the keyrings that link anything pay for the table. */
+		/* Each keyring clears a table of its own size, not the
+		 * largest keyring's: a session of 20,000 keyrings, each
+		 * linking a key, cleared 512 KB for each of them. */
+		while (kcap < 2 * k->nlinks)
+			kcap *= 2;
 		ret = check_links(c, img, idx, k, scratch,
-				  k->nlinks ? cap : 0);
+				  k->nlinks ? kcap : 0);
 	}
 	free(scratch);
 	c->where[0] = '\0';
