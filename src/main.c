@@ -225,6 +225,8 @@ int main(int argc, char *argv[])
 	if (ctx.ops->before_fork)
 		ctx.ops->before_fork(ctx.be);
 	status = fs_run(&ctx, &args, resolve_keyrings);
+	/* Unmounted: a mount of the store from now on waits for us. */
+	store_lock_closing(ctx.store_lock);
 out_backend:
 	ctx.ops->destroy(ctx.be);
 out_store:

@@ -165,6 +165,55 @@ check_failed_saves_undone() {
 	assert_equal "$(cat "$MNT/session/k")" first
 }
 
+@test "a mount waits for a holder that says it is closing the store, and goes on once it is gone" {
+	skip_unless_memory
+	# What keyfs writes in the lock file once unmounted, before its last
+	# snapshot; this holder keeps it for a second.
+	flock -x "$STORE.lock" -c "echo \"\$\$ closing\" > '$STORE.lock'; sleep 1" 3>&- &
+	local holder=$! t0
+	eventually grep -q closing "$STORE.lock"
+	t0=$(date +%s%N)
+	keyfs_mount -o "store=$STORE"
+	(($(date +%s%N) - t0 > 500000000)) || fail "the mount did not wait for the closing holder"
+	wait "$holder"
+	echo -n v > "$MNT/session/k"
+	assert_equal "$(cat "$MNT/session/k")" v
+	assert_equal "$(cat "$STORE.lock")" "$KEYFS_PID"
+}
+
+@test "a mount right after an unmount follows the keyfs still writing its last snapshot" {
+	skip_unless_memory
+	# 50,000 keys: the last snapshot takes a moment after fusermount3 -u
+	# returns, and a restart mounts at once.
+	"$KEYFS_PY" -c '
+import json, sys
+n = 50000
+ses = {"serial": 10, "type": "keyring", "description": "_ses", "uid": 0, "gid": 0,
+       "perm": "0x3f030000", "state": "valid", "links": list(range(100, 100 + n))}
+keys = [ses] + [{"serial": 100 + i, "type": "user", "description": "k%d" % i, "uid": 0,
+                 "gid": 0, "perm": "0x3f010000", "state": "valid", "payload": "eA=="}
+                for i in range(n)]
+json.dump({"format": 1, "next_serial": 100 + n, "session": 10, "keys": keys}, open(sys.argv[1], "w"))' "$STORE"
+	keyfs_mount -o "store=$STORE"
+	echo -n v > "$MNT/session/fresh"
+	fusermount3 -u "$MNT"
+	MNT2=$BATS_TEST_TMPDIR/mnt2
+	mkdir -p "$MNT2"
+	"$KEYFS_BIN" -f -o "backend=memory,store=$STORE" "$MNT2" 2>"$BATS_TEST_TMPDIR/second.log" 3>&- &
+	local second=$! i
+	for ((i = 0; i < 300; i++)); do
+		mountpoint -q "$MNT2" && break
+		kill -0 "$second" 2>/dev/null || break
+		sleep 0.1
+	done
+	mountpoint -q "$MNT2" || fail "the second keyfs did not mount: $(cat "$BATS_TEST_TMPDIR/second.log")"
+	assert_equal "$(cat "$MNT2/session/fresh")" v
+	assert_equal "$(cat "$MNT2/session/k49999")" x
+	fusermount3 -u "$MNT2"
+	wait "$second"
+	keyfs_unmount
+}
+
 @test "temporary files of a save killed midway are removed at mount; nothing else is" {
 	skip_unless_memory
 	keyfs_mount -o "store=$STORE"

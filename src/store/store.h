@@ -75,10 +75,15 @@ bool store_image_same_file(const struct store_image *a,
  * holds our pid.  *fd_out is the lock (close-on-exec); store_unlock drops
  * it.  In a directory that cannot be written and has no lock file, nothing
  * can change the store: 0 with *fd_out = -1.  -EBUSY when another keyfs
- * holds it; err then says so in one line naming path and the holder's pid. */
+ * holds it (and is not closing: see store_lock_closing); err then says so
+ * in one line naming path and the holder's pid. */
 int store_lock(const char *path, int *fd_out, char *err, size_t errlen);
 /* Write the caller's pid in the lock file (once daemonised).  0 or -errno. */
 int store_lock_mark(int fd);
+/* Say in the lock file that its holder is closing (unmounted, writing its
+ * last snapshot): store_lock then waits for it, up to 30 s, where it
+ * refuses a holder that still serves a mount.  fd < 0 is nothing. */
+int store_lock_closing(int fd);
 /* Remove the lock file and release the lock; fd < 0 is nothing. */
 void store_unlock(const char *path, int fd);
 
