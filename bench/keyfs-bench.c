@@ -592,9 +592,9 @@ static double m_ls(enum target t, const char *ring)
 
 /* P processes read keys for plan.par_seconds: the same key or one each.
  * Returns the total reads per second; *cpu_us (if not NULL) is the CPU
- * time the readers and the daemon spent per read, in microseconds (NAN
- * where the daemon is not known), which tells how much of the machine one
- * reader keeps busy. */
+ * time the readers and the daemon (if any) spent per read, in
+ * microseconds, which tells how much of the machine one reader keeps
+ * busy. */
 static double m_par(enum target t, const char *ring, int procs, int same, double *cpu_us)
 {
 	int go[2], res[2];
@@ -626,7 +626,9 @@ static double m_par(enum target t, const char *ring, int procs, int same, double
 	}
 	close(go[0]);
 	close(res[1]);
-	double kids0 = children_cpu(), daemon0 = t == T_RAW ? 0 : proc_cpu(tg[t].pid);
+	/* raw keyctl and tmpfs have no daemon */
+	int daemon = t != T_RAW && tg[t].pid > 0;
+	double kids0 = children_cpu(), daemon0 = daemon ? proc_cpu(tg[t].pid) : 0;
 	double t0 = now();
 	close(go[1]); /* every child starts at once */
 	long total = 0, one;
@@ -645,8 +647,8 @@ static double m_par(enum target t, const char *ring, int procs, int same, double
 		return NAN;
 	}
 	if (cpu_us) {
-		double daemon = t == T_RAW ? 0 : proc_cpu(tg[t].pid) - daemon0;
-		*cpu_us = total > 0 ? (children_cpu() - kids0 + daemon) * 1e6 / (double)total : NAN;
+		double served = daemon ? proc_cpu(tg[t].pid) - daemon0 : 0;
+		*cpu_us = total > 0 ? (children_cpu() - kids0 + served) * 1e6 / (double)total : NAN;
 	}
 	return (double)total / dt;
 }

@@ -1,7 +1,7 @@
 /* lock.c: one keyfs per store file, by a lock file beside it that names its holder. */
 #include <errno.h>
-#include <stdbool.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
