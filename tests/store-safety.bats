@@ -168,13 +168,13 @@ check_failed_saves_undone() {
 @test "a mount waits for a holder that says it is closing the store, and goes on once it is gone" {
 	skip_unless_memory
 	# What keyfs writes in the lock file once unmounted, before its last
-	# snapshot; this holder keeps it for a second.
-	flock -x "$STORE.lock" -c "echo \"\$\$ closing\" > '$STORE.lock'; sleep 1" 3>&- &
+	# snapshot; this holder keeps it for two seconds.
+	flock -x "$STORE.lock" -c "echo \"\$\$ closing\" > '$STORE.lock'; sleep 2" 3>&- &
 	local holder=$! t0
 	eventually grep -q closing "$STORE.lock"
 	t0=$(date +%s%N)
 	keyfs_mount -o "store=$STORE"
-	(($(date +%s%N) - t0 > 500000000)) || fail "the mount did not wait for the closing holder"
+	(($(date +%s%N) - t0 > 1000000000)) || fail "the mount did not wait for the closing holder"
 	wait "$holder"
 	echo -n v > "$MNT/session/k"
 	assert_equal "$(cat "$MNT/session/k")" v
