@@ -1148,7 +1148,7 @@ int main(int argc, char **argv)
 		}
 	/* The CPU one and four readers of different keys cost per read, and
 	 * the same two rows with the idle CPU waiting as the machine had it
-	 * before bench/run made it poll (see halt_idle). */
+	 * before bench/run made it poll (see idle_known). */
 	struct row *r_cpu[2], *r_halt[2], *r_halt_cpu[2];
 	int halt = idle_known();
 	for (int i = 0; i < 2; i++) {
