@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grow.h"
 #include "hash.h"
 #include "secmem.h"
 #include "memory.h"
@@ -288,25 +289,6 @@ static void rings_compact(struct mring *r)
 	r->nrings = n;
 }
 
-/* Room for one more in the array v of n elements of size bytes, *cap of
- * them allocated (doubled from first, at most max): the array, moved or
- * not, or NULL (no memory) with v left as it was. */
-static void *room(void *v, size_t n, size_t *cap, size_t first, size_t max,
-		  size_t size)
-{
-	size_t want = *cap ? *cap * 2 : first;
-	void *l;
-
-	if (n < *cap)
-		return v;
-	if (want > max)
-		return NULL;
-	l = realloc(v, want * size);
-	if (l)
-		*cap = want;
-	return l;
-}
-
 int mring_reserve(struct mkey *keyring, struct mkey *child)
 {
 	struct mring *r = keyring->ring;
@@ -316,7 +298,7 @@ int mring_reserve(struct mkey *keyring, struct mkey *child)
 	if (r->nslots == r->cap && r->nlinks < r->nslots)
 		links_compact(r);
 	/* index positions and places in rings are 32-bit */
-	links = room(r->links, r->nslots, &r->cap, 8, UINT32_MAX - 1,
+	links = grow_room(r->links, r->nslots, &r->cap, 8, UINT32_MAX - 1,
 		     sizeof(*r->links));
 	if (!links)
 		return -ENOMEM;
@@ -324,7 +306,7 @@ int mring_reserve(struct mkey *keyring, struct mkey *child)
 	if (index_grow(r, r->nlinks + 1) < 0)
 		return -ENOMEM;
 	if (mem_is_keyring(child)) {
-		rings = room(r->rings, r->nrings, &r->rcap, 4, SIZE_MAX,
+		rings = grow_room(r->rings, r->nrings, &r->rcap, 4, SIZE_MAX,
 			     sizeof(*r->rings));
 		if (!rings)
 			return -ENOMEM;

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "crypto.h"
+#include "grow.h"
 #include "journal.h"
 #include "store-int.h"
 
@@ -154,19 +155,15 @@ static struct ringpos *ring_positions(struct replay *rp,
 				      const struct store_key *r)
 {
 	size_t i = smap_get(&rp->ring_idx, r->serial);
-	struct ringpos *p;
+	struct ringpos *p, *rings;
 
 	if (i != NONE)
 		return &rp->rings[i];
-	if (rp->nrings == rp->rings_cap) {
-		size_t cap = rp->rings_cap ? rp->rings_cap * 2 : 8;
-		struct ringpos *rings = realloc(rp->rings, cap * sizeof(*rings));
-
-		if (!rings)
-			return NULL;
-		rp->rings = rings;
-		rp->rings_cap = cap;
-	}
+	rings = grow_room(rp->rings, rp->nrings, &rp->rings_cap, 8, SIZE_MAX,
+			  sizeof(*rings));
+	if (!rings)
+		return NULL;
+	rp->rings = rings;
 	p = &rp->rings[rp->nrings];
 	memset(p, 0, sizeof(*p));
 	p->keyring = r->serial;

@@ -1,10 +1,12 @@
 /* record.c: one change of the store as one journal record, built from what the change touched, and the undo of a keyring's link changes. */
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
+#include "grow.h"
 #include "journal.h"
 #include "store-int.h"
 
@@ -26,15 +28,12 @@ static void diff_free(struct diff *d)
 
 static struct journal_op *diff_op(struct diff *d)
 {
-	if (d->nops == d->cap) {
-		size_t cap = d->cap ? d->cap * 2 : 8;
-		struct journal_op *ops = realloc(d->ops, cap * sizeof(*ops));
+	struct journal_op *ops = grow_room(d->ops, d->nops, &d->cap, 8,
+					   SIZE_MAX, sizeof(*ops));
 
-		if (!ops)
-			return NULL;
-		d->ops = ops;
-		d->cap = cap;
-	}
+	if (!ops)
+		return NULL;
+	d->ops = ops;
 	d->ops[d->nops] = (struct journal_op){ 0 };
 	return &d->ops[d->nops++];
 }

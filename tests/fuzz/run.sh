@@ -31,7 +31,7 @@ mkdir -p "$work"
 # Found by name, wherever the source tree keeps them; the store is every
 # source in the directory that holds its header, store.h.
 srcs=
-for f in names.c parse.c control-parse.c specials.c base64.c; do
+for f in names.c parse.c control-parse.c specials.c base64.c grow.c; do
 	s=$(find "$top/src" -name "$f" | head -n 1)
 	[ -n "$s" ] || { echo "fuzz: $f not found under $top/src" >&2; exit 1; }
 	srcs="$srcs $s"
