@@ -869,15 +869,6 @@ static void test_replay(void)
 	store_image_free(&img);
 }
 
-static const struct store_key *img_key(const struct store_image *img,
-				       kserial_t serial)
-{
-	for (size_t i = 0; i < img->nkeys; i++)
-		if (img->keys[i].serial == serial)
-			return &img->keys[i];
-	return NULL;
-}
-
 static bool links_are(const struct store_key *k, const kserial_t *want,
 		      size_t n)
 {
@@ -926,10 +917,10 @@ static void test_replay_rings(void)
 	   put_file(jpath, journal, strlen(journal)) == 0, "rings: a snapshot and a journal written");
 	is_int(store_open(p, NULL, &img, &sf, err, sizeof(err)), 0,
 	       "rings: they load: %s", err);
-	ok(links_are(img_key(&img, 22), r2, 1),
+	ok(links_are(find(&img, 22), r2, 1),
 	   "rings: the unlink finds the keyring whose positions moved when another was put");
-	ok(links_are(img_key(&img, 10), ses, 4) && links_are(img_key(&img, 20), r0, 2) &&
-	   links_are(img_key(&img, 21), r1, 2),
+	ok(links_are(find(&img, 10), ses, 4) && links_are(find(&img, 20), r0, 2) &&
+	   links_are(find(&img, 21), r1, 2),
 	   "rings: the other keyrings' links as the journal left them");
 	store_close(sf);
 	store_image_free(&img);
