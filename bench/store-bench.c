@@ -113,26 +113,53 @@ static double median(double *v, int n)
 	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
+#define RING "{\"serial\": %ld, \"type\": \"keyring\", \"description\": \"%s\", \"uid\": 0, \"gid\": 0, " \
+	     "\"perm\": \"0x3f030000\", \"state\": \"valid\", %s, \"links\": ["
+#define RUSER "{\"serial\": %ld, \"type\": \"user\", \"description\": \"%s\", \"uid\": 0, \"gid\": 0, " \
+	      "\"perm\": \"0x3f010000\", \"state\": \"valid\", \"payload\": \"eA==\"}"
+static const char gen_times[] = "\"mtime\": \"1700000000.0\", \"ctime\": \"1700000000.0\"";
+
+/* A generated store as keyfs writes it, up to the session keyring's
+ * links after the user keyring (FIRST): the caller adds its own, then
+ * calls gen_specials_end. */
+static FILE *gen_head(const char *path, long next_serial)
+{
+	FILE *f = fopen(path, "w");
+
+	if (!f)
+		die("%s: %s", path, strerror(errno));
+	fprintf(f, "{\"format\": 1, \"next_serial\": %ld, \"session\": %d, \"user\": %d, "
+		   "\"user_session\": %d, \"persistent\": %d, \"keys\": [\n",
+		next_serial, FIRST + 2, FIRST, FIRST + 1, FIRST + 3);
+	fprintf(f, RING "]},\n", (long)FIRST, "_uid.0", gen_times);
+	fprintf(f, RING "%d]},\n", (long)FIRST + 1, "_uid_ses.0", gen_times, FIRST);
+	fprintf(f, RING "%d", (long)FIRST + 2, "_ses", gen_times, FIRST);
+	return f;
+}
+
+/* The end of the session keyring's links, and the persistent keyring. */
+static void gen_specials_end(FILE *f)
+{
+	fprintf(f, "]},\n" RING "]}", (long)FIRST + 3, "_persistent.0", gen_times);
+}
+
+static void gen_close(FILE *f, const char *path)
+{
+	fprintf(f, "\n]}\n");
+	if (fclose(f) != 0)
+		die("%s: %s", path, strerror(errno));
+}
+
 /* A store of the special keyrings and one keyring "r" under the session
  * keyring with n user keys kNNNNNNN of 32 bytes, as keyfs writes it. */
 static void gen_store(const char *path, unsigned long n)
 {
-	FILE *f = fopen(path, "w");
-	const char *t = "\"mtime\": \"1700000000.0\", \"ctime\": \"1700000000.0\"";
 	const long r = FIRST + 4;
+	FILE *f = gen_head(path, r + 1 + (long)n);
 
-	if (!f)
-		die("%s: %s", path, strerror(errno));
-	fprintf(f, "{\"format\": 1, \"next_serial\": %lu, \"session\": %d, \"user\": %d, "
-		   "\"user_session\": %d, \"persistent\": %d, \"keys\": [\n",
-		(unsigned long)r + 1 + n, FIRST + 2, FIRST, FIRST + 1, FIRST + 3);
-#define RING "{\"serial\": %ld, \"type\": \"keyring\", \"description\": \"%s\", \"uid\": 0, \"gid\": 0, " \
-	     "\"perm\": \"0x3f030000\", \"state\": \"valid\", %s, \"links\": ["
-	fprintf(f, RING "]},\n", (long)FIRST, "_uid.0", t);
-	fprintf(f, RING "%d]},\n", (long)FIRST + 1, "_uid_ses.0", t, FIRST);
-	fprintf(f, RING "%d, %ld]},\n", (long)FIRST + 2, "_ses", t, FIRST, r);
-	fprintf(f, RING "]},\n", (long)FIRST + 3, "_persistent.0", t);
-	fprintf(f, RING, r, "r", t);
+	fprintf(f, ", %ld", r);
+	gen_specials_end(f);
+	fprintf(f, ",\n" RING, r, "r", gen_times);
 	for (unsigned long i = 0; i < n; i++)
 		fprintf(f, "%s%lu", i ? ", " : "", (unsigned long)r + 1 + i);
 	fprintf(f, "]}");
@@ -141,10 +168,8 @@ static void gen_store(const char *path, unsigned long n)
 		fprintf(f, ",\n{\"serial\": %lu, \"type\": \"user\", \"description\": \"k%07lu\", \"uid\": 0, "
 			   "\"gid\": 0, \"perm\": \"0x3f010000\", \"state\": \"valid\", %s, "
 			   "\"payload\": \"eHh4eHh4eHh4eHh4eHh4eHh4eHh4eHh4eHh4eHh4eHg=\"}",
-			(unsigned long)r + 1 + i, i, t);
-	fprintf(f, "\n]}\n");
-	if (fclose(f) != 0)
-		die("%s: %s", path, strerror(errno));
+			(unsigned long)r + 1 + i, i, gen_times);
+	gen_close(f, path);
 }
 
 /*
@@ -158,38 +183,24 @@ static void gen_store(const char *path, unsigned long n)
 static void gen_rings(const char *path, unsigned long k, int journal)
 {
 	char jpath[4200];
-	FILE *f = fopen(path, "w"), *j;
 	const long r0 = FIRST + 4, b0 = r0 + 2 * (long)k;
+	FILE *f = gen_head(path, b0 + (long)k + 1), *j;
 
-	if (!f)
-		die("%s: %s", path, strerror(errno));
-	fprintf(f, "{\"format\": 1, \"next_serial\": %ld, \"session\": %d, \"user\": %d, "
-		   "\"user_session\": %d, \"persistent\": %d, \"keys\": [\n",
-		b0 + (long)k + 1, FIRST + 2, FIRST, FIRST + 1, FIRST + 3);
-#define RRING "{\"serial\": %ld, \"type\": \"keyring\", \"description\": \"%s\", \"uid\": 0, \"gid\": 0, " \
-	      "\"perm\": \"0x3f030000\", \"state\": \"valid\", \"links\": ["
-#define RUSER "{\"serial\": %ld, \"type\": \"user\", \"description\": \"%s\", \"uid\": 0, \"gid\": 0, " \
-	      "\"perm\": \"0x3f010000\", \"state\": \"valid\", \"payload\": \"eA==\"}"
-	fprintf(f, RRING "]},\n", (long)FIRST, "_uid.0");
-	fprintf(f, RRING "%d]},\n", (long)FIRST + 1, "_uid_ses.0", FIRST);
-	fprintf(f, RRING "%d", (long)FIRST + 2, "_ses", FIRST);
 	for (unsigned long i = 0; i < k; i++)
 		fprintf(f, ", %ld", r0 + 2 * (long)i);
-	fprintf(f, "]},\n" RRING "]}", (long)FIRST + 3, "_persistent.0");
+	gen_specials_end(f);
 	for (unsigned long i = 0; i < k; i++) {
 		char name[32];
 		long r = r0 + 2 * (long)i;
 		snprintf(name, sizeof(name), "r%lu", i);
-		fprintf(f, ",\n" RRING "%ld", r, name, r + 1);
+		fprintf(f, ",\n" RING "%ld", r, name, gen_times, r + 1);
 		if (!journal)
 			fprintf(f, ", %ld", b0 + (long)i);
 		fprintf(f, "]},\n" RUSER, r + 1, "a");
 		if (!journal)
 			fprintf(f, ",\n" RUSER, b0 + (long)i, "b");
 	}
-	fprintf(f, "\n]}\n");
-	if (fclose(f) != 0)
-		die("%s: %s", path, strerror(errno));
+	gen_close(f, path);
 	if (!journal)
 		return;
 	snprintf(jpath, sizeof(jpath), "%s.journal", path);
@@ -200,8 +211,6 @@ static void gen_rings(const char *path, unsigned long k, int journal)
 	for (unsigned long i = 0; i < k; i++)
 		fprintf(j, "{\"seq\":%lu,\"ops\":[{\"put\":" RUSER "},{\"link\":[%ld,%ld]}]}\n", i + 1,
 			b0 + (long)i, "b", r0 + 2 * (long)i, b0 + (long)i);
-#undef RRING
-#undef RUSER
 	if (fclose(j) != 0)
 		die("%s: %s", jpath, strerror(errno));
 }
