@@ -1372,10 +1372,7 @@ int main(int argc, char **argv)
 	}
 	for (int k = 0; k < 2; k++) {
 		int t = k ? T_KER_OFF : T_MEM_OFF;
-		double tmp[MAX_REPS];
-		for (int i = 0; i < plan.reps; i++)
-			tmp[i] = r_ls_large->v[t][i] / r_ls_small->v[t][i];
-		double x = median(tmp, plan.reps);
+		double x = ratio_of(r_ls_large, r_ls_small, t);
 		char what[96];
 		snprintf(what, sizeof(what), "lookup+stat %lu vs %lu keys, caches off, %s", plan.large, plan.small,
 			 k ? "kernel" : "memory");
