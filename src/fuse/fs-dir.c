@@ -239,7 +239,8 @@ static int access_key(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 {
 	struct key_info ki;
 	unsigned want = 0, granted;
-	int ret = attr_key_info(ctx, c, tn, &ki);
+	/* the owner, the permission and possession: no size, no expiry */
+	int ret = attr_key_info_part(ctx, c, tn, 0, &ki);
 
 	if (ret < 0)
 		return ret;

@@ -290,7 +290,7 @@ static int rmdir_target(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 			const struct tnode *tn)
 {
 	struct key_info ki;
-	int ret = attr_key_info(ctx, c, tn, &ki);
+	int ret = attr_key_info_part(ctx, c, tn, 0, &ki);	/* the type only */
 
 	if (ret == 0)
 		return keyfs_is_keyring_type(ki.type) ? 0 : -ENOTDIR;

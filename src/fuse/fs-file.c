@@ -52,7 +52,7 @@ static int set_mode(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 		    const struct tnode *tn, mode_t mode)
 {
 	struct key_info ki;
-	int ret = attr_key_info(ctx, c, tn, &ki);
+	int ret = attr_key_info_part(ctx, c, tn, 0, &ki);	/* the perm only */
 
 	if (ret < 0)
 		return ret == -EINVAL ? -EPERM : ret;

@@ -35,7 +35,7 @@ static int check_own_name(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 
 	if (!desc)
 		return -ENOMEM;
-	ret = attr_key_info(ctx, c, tn, &ki);
+	ret = attr_key_info_part(ctx, c, tn, 0, &ki);	/* type, description */
 	if (ret == 0)
 		ret = name_parse(newname, type, desc, &typed);
 	if (ret == 0 && (strcmp(desc, ki.desc) != 0 ||
