@@ -7,6 +7,7 @@
 #include "control.h"
 #include "ctlfiles.h"
 #include "control-parse.h"
+#include "grow.h"
 #include "names.h"
 #include "tree.h"
 
@@ -118,19 +119,12 @@ struct stale_list {
 
 static void stale_add(struct stale_list *l, uint64_t dir, const char *name)
 {
-	struct stale *v;
+	struct stale *v = grow_room(l->v, l->n, &l->cap, 16, STALE_MAX,
+				    sizeof(*v));
 
-	if (l->n == l->cap) {
-		size_t cap = l->cap ? l->cap * 2 : 16;
-
-		if (cap > STALE_MAX)
-			return;
-		v = realloc(l->v, cap * sizeof(*v));
-		if (!v)
-			return;
-		l->v = v;
-		l->cap = cap;
-	}
+	if (!v)
+		return;
+	l->v = v;
 	l->v[l->n].dir = dir;
 	snprintf(l->v[l->n].name, sizeof(l->v[l->n].name), "%s", name);
 	l->n++;

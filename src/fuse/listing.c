@@ -1,10 +1,12 @@
 /* listing.c: directory listings: every entry of a directory with its attributes, made at opendir. */
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "attr.h"
+#include "grow.h"
 #include "hash.h"
 #include "names.h"
 #include "specials.h"
@@ -97,15 +99,10 @@ static struct dl_ent *dl_add(struct dirlist *dl, const char *name)
 	struct dl_ent *d;
 	size_t off;
 
-	if (dl->n == dl->cap) {
-		size_t cap = dl->cap ? dl->cap * 2 : 32;
-		void *v = realloc(dl->v, cap * sizeof(*dl->v));
-
-		if (!v)
-			return NULL;
-		dl->v = v;
-		dl->cap = cap;
-	}
+	d = grow_room(dl->v, dl->n, &dl->cap, 32, SIZE_MAX, sizeof(*d));
+	if (!d)
+		return NULL;
+	dl->v = d;
 	off = dl_keep_name(dl, name);
 	if (off == DL_NONAME)
 		return NULL;

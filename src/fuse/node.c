@@ -1,8 +1,10 @@
 /* node.c: the table of nodes keyfs invents, by inode number. */
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "grow.h"
 #include "node.h"
 
 /* Both tables start small and grow (the nodes' doubles when it holds as
@@ -171,14 +173,13 @@ static int node_hash(struct node_table *t, struct node *n)
 {
 	size_t b;
 
-	if (n->kind != NODE_PENDING && t->nothers == t->othcap) {
-		size_t cap = t->othcap ? t->othcap * 2 : 16;
-		struct node **v = realloc(t->others, cap * sizeof(*v));
+	if (n->kind != NODE_PENDING) {
+		struct node **v = grow_room(t->others, t->nothers, &t->othcap,
+					    16, SIZE_MAX, sizeof(*v));
 
 		if (!v)
 			return -ENOMEM;
 		t->others = v;
-		t->othcap = cap;
 	}
 	nodes_grow(t);
 	b = slot_of(n->ino, t->nbucket);

@@ -2,8 +2,10 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
 
+#include "grow.h"
 #include "hash.h"
 #include "memory.h"
 
@@ -104,15 +106,12 @@ int mem_user_get(struct keyfs_backend *b, uid_t uid, struct muser **out)
 	struct muser *u = mem_user_find(b, uid);
 
 	if (!u) {
-		if (b->nusers == b->ucap) {
-			size_t cap = b->ucap ? b->ucap * 2 : 4;
-			struct muser *nu = realloc(b->users, cap * sizeof(*nu));
+		struct muser *nu = grow_room(b->users, b->nusers, &b->ucap, 4,
+					     SIZE_MAX, sizeof(*nu));
 
-			if (!nu)
-				return -ENOMEM;
-			b->users = nu;
-			b->ucap = cap;
-		}
+		if (!nu)
+			return -ENOMEM;
+		b->users = nu;
 		u = &b->users[b->nusers++];
 		*u = (struct muser){ .uid = uid };
 	}

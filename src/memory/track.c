@@ -1,8 +1,10 @@
 /* track.c: with store=, what each change touched (keys made, changed, freed; links added and removed), as it was before, for the save and its undo. */
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "grow.h"
 #include "memory.h"
 
 /* A keyring up to this many links keeps a copy of its old links; a bigger
@@ -64,17 +66,13 @@ static struct mtrack *entry(struct keyfs_backend *b, struct mkey *k,
 		return NULL;
 	if (k->tracked)
 		return &b->track[k->track_idx];
-	if (b->ntrack == b->trackcap) {
-		size_t cap = b->trackcap ? b->trackcap * 2 : 16;
-		struct mtrack *t = realloc(b->track, cap * sizeof(*t));
-
-		if (!t) {
-			b->track_oom = true;
-			return NULL;
-		}
-		b->track = t;
-		b->trackcap = cap;
+	e = grow_room(b->track, b->ntrack, &b->trackcap, 16, SIZE_MAX,
+		      sizeof(*e));
+	if (!e) {
+		b->track_oom = true;
+		return NULL;
 	}
+	b->track = e;
 	e = &b->track[b->ntrack];
 	memset(e, 0, sizeof(*e));
 	e->key = k;
@@ -140,6 +138,7 @@ static void log_change(struct keyfs_backend *b, struct mkey *keyring,
 		       kserial_t old, size_t at)
 {
 	struct mtrack *e = entry(b, keyring, true);
+	struct store_link_change *l;
 
 	if (!e || e->full || !e->existed)
 		return;
@@ -148,17 +147,12 @@ static void log_change(struct keyfs_backend *b, struct mkey *keyring,
 			b->track_oom = true;
 		return;
 	}
-	if (e->nlog == e->logcap) {
-		size_t cap = e->logcap ? e->logcap * 2 : 4;
-		struct store_link_change *l = realloc(e->log, cap * sizeof(*l));
-
-		if (!l) {
-			b->track_oom = true;
-			return;
-		}
-		e->log = l;
-		e->logcap = cap;
+	l = grow_room(e->log, e->nlog, &e->logcap, 4, SIZE_MAX, sizeof(*l));
+	if (!l) {
+		b->track_oom = true;
+		return;
 	}
+	e->log = l;
 	e->log[e->nlog++] = (struct store_link_change){
 		.kind = kind, .serial = serial, .old = old, .at = at
 	};
