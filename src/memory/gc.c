@@ -5,43 +5,25 @@
 
 /* The kernel's gc: a key expired (or revoked) gc_delay seconds ago is
  * unlinked from every keyring and freed; the held keyrings stay, except
- * the persistent one, which only the kernel's register held. */
+ * the persistent one, which only the kernel's register held.  The queue
+ * (gcq.c) gives the due keys: nothing else is looked at. */
 void mem_gc(struct keyfs_backend *b)
 {
-	time_t now = time(NULL), next = 0;
-	uint32_t mark;
+	time_t now = time(NULL);
+	struct mkey *k;
 	bool any = false;
 
-	if (!b->gc_next || now < b->gc_next)
-		return;
-	mark = mem_stamp(b);
-	for (size_t i = 0; i < b->tcap; i++)
-		for (struct mkey *k = b->table[i]; k; k = k->hnext) {
-			time_t due = k->expiry + b->gc_delay;
-
-			if (!k->expiry)
-				continue;
-			if (now >= due) {
-				k->walk_stamp = mark;
-				any = true;
-			} else if (!next || due < next) {
-				next = due;
-			}
+	/* Unlinking and unref only put keys on the dead list; they are
+	 * freed (and leave the queue) in mem_reap, after. */
+	while ((k = mem_gc_next(b, now)) != NULL) {
+		if (k == b->persistent) {
+			b->persistent = NULL;
+			k->special = false;
 		}
-	b->gc_next = next;
-	if (!any)
-		return;
-	/* Unlinking changes no chain of the table; reaping does, after. */
-	for (size_t i = 0; i < b->tcap; i++)
-		for (struct mkey *k = b->table[i]; k; k = k->hnext) {
-			if (k->walk_stamp != mark)
-				continue;
-			if (k == b->persistent) {
-				b->persistent = NULL;
-				k->special = false;
-			}
-			mem_unlink_all(b, k);
-			mem_key_unref(b, k);
-		}
-	mem_reap(b);
+		mem_unlink_all(b, k);
+		mem_key_unref(b, k);
+		any = true;
+	}
+	if (any)
+		mem_reap(b);
 }

@@ -241,7 +241,7 @@ void mem_model_free(struct keyfs_backend *b)
 	b->session = b->user = b->user_session = NULL;
 	b->process = b->persistent = NULL;
 	b->dead = NULL;
-	b->gc_next = 0;
+	mem_gc_queue_free(b);
 }
 
 int mem_model_load(struct keyfs_backend *b, const struct store_image *img,
@@ -310,7 +310,10 @@ static void model_swap(struct keyfs_backend *a, struct keyfs_backend *c)
 	SWAP(users);
 	SWAP(nusers);
 	SWAP(ucap);
-	SWAP(gc_next);
+	SWAP(gcq);
+	SWAP(ngcq);
+	SWAP(gcqcap);
+	SWAP(gcq_lost);
 	SWAP(dead);
 #undef SWAP
 }
@@ -414,7 +417,9 @@ int mem_model_revert(struct keyfs_backend *b)
 	tmp.session = tmp.user = tmp.user_session = NULL;
 	tmp.process = tmp.persistent = NULL;
 	tmp.dead = NULL;
-	tmp.gc_next = 0;
+	tmp.gcq = NULL;
+	tmp.ngcq = tmp.gcqcap = 0;
+	tmp.gcq_lost = false;
 	/* The process keyring and what only it links are never in the file,
 	 * but are undone as well. */
 	ret = mem_model_load(&tmp, &img, b->saved_process, NULL, 0);

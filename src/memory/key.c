@@ -195,17 +195,6 @@ void mem_limits_read(struct keyfs_backend *b)
 
 /* ---- key lifetime ---- */
 
-void mem_gc_schedule(struct keyfs_backend *b, time_t expiry)
-{
-	time_t due;
-
-	if (!expiry)
-		return;
-	due = expiry + b->gc_delay;
-	if (!b->gc_next || due < b->gc_next)
-		b->gc_next = due;
-}
-
 /* The next serial: increasing, never one in use, never reused. */
 static int serial_alloc(struct keyfs_backend *b, kserial_t *out)
 {
@@ -260,7 +249,7 @@ void mem_key_register(struct keyfs_backend *b, struct mkey *k)
 	if (k->in_quota)
 		u->qnkeys++;
 	mem_charge_sync(b, k);
-	mem_gc_schedule(b, k->expiry);
+	mem_gc_schedule(b, k);
 }
 
 static void key_destroy(struct keyfs_backend *b, struct mkey *k)
@@ -268,6 +257,7 @@ static void key_destroy(struct keyfs_backend *b, struct mkey *k)
 	struct muser *u = mem_user_find(b, k->uid);
 
 	mem_track_gone(b, k);
+	mem_gc_unqueue(b, k);
 	k->type->destroy(b, k);
 	table_remove(b, k);
 	if (u) {

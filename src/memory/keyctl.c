@@ -29,7 +29,7 @@ static int add_update(struct keyfs_backend *b, const struct keyfs_cred *c,
 	old->negative = false;
 	mem_charge_sync(b, old);
 	mem_key_touch(old, true);
-	mem_gc_schedule(b, old->expiry);
+	mem_gc_schedule(b, old);
 	return 0;
 }
 
@@ -154,6 +154,7 @@ int mem_update(struct keyfs_backend *b, const struct keyfs_cred *c,
 	k->type->update(k, &prep);
 	mem_charge_sync(b, k);
 	mem_key_touch(k, true);
+	mem_gc_schedule(b, k);	/* an update clears the timeout */
 	ret = mem_commit(b);
 	goto done;
 out:
@@ -272,7 +273,7 @@ int mem_revoke(struct keyfs_backend *b, const struct keyfs_cred *c,
 	/* key_revoke(): the gc takes a revoked key gc_delay from now. */
 	if (!k->expiry || k->expiry > now) {
 		k->expiry = now;
-		mem_gc_schedule(b, now);
+		mem_gc_schedule(b, k);
 	}
 	mem_key_touch(k, true);
 	return mem_commit(b);
@@ -422,7 +423,7 @@ int mem_set_timeout(struct keyfs_backend *b, const struct keyfs_cred *c,
 	}
 	mem_track(b, k);
 	k->expiry = secs ? time(NULL) + (time_t)secs : 0;
-	mem_gc_schedule(b, k->expiry);
+	mem_gc_schedule(b, k);
 	mem_key_touch(k, false);
 	return mem_commit(b);
 }

@@ -160,6 +160,7 @@ struct mkey {
 	struct mkey *qnext;	/* traversal queue */
 	unsigned track_idx;	/* tracked: its entry in the backend's track */
 	uint32_t pcap;
+	uint32_t gc_slot;	/* its place in the gc queue + 1; 0: not queued */
 	/* Allocated with the key (mem_key_alloc): a key's description never
 	 * changes, and one block per key keeps the model small (issue 10). */
 	char desc[];
@@ -207,7 +208,10 @@ struct keyfs_backend {
 	struct mkey *session, *user, *user_session, *process, *persistent;
 	struct muser *users;
 	size_t nusers, ucap;
-	time_t gc_next;			/* next time a key's gc is due; 0: none */
+	/* the keys with an expiry, a heap by gc due time (gcq.c) */
+	struct mem_gc_due *gcq;
+	size_t ngcq, gcqcap;
+	bool gcq_lost;			/* a key could not be queued: look at all */
 	struct mkey *dead;		/* keys to reap at the end of the op */
 
 	unsigned long maxkeys, maxbytes, root_maxkeys, root_maxbytes;
@@ -229,7 +233,7 @@ struct keyfs_backend {
 /*
  * The files, from the bottom up; a file calls only those above it in this
  * list, never one below it (except through a struct mkey_type's slots):
- *   types.c, track.c, key.c, keyring.c, gc.c, permission.c, image.c,
+ *   types.c, track.c, gcq.c, key.c, keyring.c, gc.c, permission.c, image.c,
  *   commit.c,
  *   process_keys.c, then on top keyctl.c, request_key.c, proc.c, memory.c.
  */
@@ -329,6 +333,25 @@ void mem_track_gone(struct keyfs_backend *b, struct mkey *k);
  * flag as set by the caller. */
 void mem_track_forget(struct keyfs_backend *b);
 
+/* ---- gcq.c: the keys with an expiry, by gc due time ---- */
+
+/* An entry of the queue (a binary heap: no entry is due before its
+ * parent); the key knows its place (gc_slot). */
+struct mem_gc_due {
+	time_t due;
+	struct mkey *k;
+};
+
+/* k's expiry is new (or k is): the gc must look at it by expiry +
+ * gc_delay (expiry 0: never).  Every change of an expiry calls it. */
+void mem_gc_schedule(struct keyfs_backend *b, struct mkey *k);
+/* k leaves the queue (it is freed, or is being collected). */
+void mem_gc_unqueue(struct keyfs_backend *b, struct mkey *k);
+/* A key whose gc is due by now, taken off the queue; else NULL. */
+struct mkey *mem_gc_next(struct keyfs_backend *b, time_t now);
+/* Free the queue, with the rest of a model (its keys are being freed). */
+void mem_gc_queue_free(struct keyfs_backend *b);
+
 /* ---- key.c: the serial table, owners and quotas, keys' lives ---- */
 
 /* The key with this serial, or NULL. */
@@ -356,8 +379,6 @@ void mem_charge_sync(struct keyfs_backend *b, struct mkey *key);
 /* The limits and gc delays of /proc/sys/kernel/keys, or the kernel's
  * defaults. */
 void mem_limits_read(struct keyfs_backend *b);
-/* The gc must look again by expiry + gc_delay (expiry 0: never). */
-void mem_gc_schedule(struct keyfs_backend *b, time_t expiry);
 /* A new key of no one's, not yet in the table (free it with mem_key_free
  * until mem_key_register), or NULL. */
 struct mkey *mem_key_alloc(const struct mkey_type *type, const char *desc);

@@ -87,7 +87,7 @@ int mem_specials_create(struct keyfs_backend *b, bool *created)
 				  &b->persistent);
 		if (ret == 0) {
 			b->persistent->expiry = time(NULL) + b->persistent_expiry;
-			mem_gc_schedule(b, b->persistent->expiry);
+			mem_gc_schedule(b, b->persistent);
 		}
 		*created = true;
 	}
@@ -217,7 +217,7 @@ int mem_persistent(struct keyfs_backend *b, const struct keyfs_cred *c,
 	if (ret == 0 && b->persistent->expiry != expiry) {
 		mem_track(b, b->persistent);
 		b->persistent->expiry = expiry;
-		mem_gc_schedule(b, expiry);
+		mem_gc_schedule(b, b->persistent);
 		created = true;
 	}
 	if (ret < 0) {

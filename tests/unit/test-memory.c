@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "backend.h"
+#include "memory.h"	/* gc_delay, for the gc's test */
 #include "tap.h"
 
 #define MOUNTER 4242
@@ -879,6 +880,111 @@ static void test_type_info(struct keyfs_backend *b)
 	is_int(ops->type_info(b, ".ceph", &ti), -EPERM, "type_info: the kernel's own");
 }
 
+/* The queue's shape: no entry due before its parent, each key at the
+ * place it knows. */
+static bool gcq_sound(const struct keyfs_backend *b)
+{
+	for (size_t i = 0; i < b->ngcq; i++)
+		if ((i > 0 && b->gcq[(i - 1) / 2].due > b->gcq[i].due) ||
+		    b->gcq[i].k->gc_slot != i + 1)
+			return false;
+	return true;
+}
+
+/* The gc takes every key that is due, whatever order the timeouts were
+ * set or moved in, and none before its time (gcq.c's queue). */
+static void test_gc_queue(void)
+{
+	struct keyfs_backend *b = start(NULL, NULL);
+	kserial_t s, a, late, moved_late, moved_early, cleared, revoked, gone, updated;
+	kserial_t many[120];
+	bool timed[120] = { false };
+	unsigned queued = 3;	/* late, moved_late, the persistent keyring */
+	struct key_info ki;
+	unsigned x = 12345, wrong = 0;
+	size_t before;
+	char name[32];
+
+	if (!b)
+		return;
+	b->gc_delay = 0;
+	s = spec(b, KEYFS_SPEC_SESSION);
+	a = add(b, &me, "user", "gc-a", "v", s);
+	late = add(b, &me, "user", "gc-late", "v", s);
+	moved_late = add(b, &me, "user", "gc-moved-late", "v", s);
+	moved_early = add(b, &me, "user", "gc-moved-early", "v", s);
+	cleared = add(b, &me, "user", "gc-cleared", "v", s);
+	revoked = add(b, &me, "user", "gc-revoked", "v", s);
+	gone = add(b, &me, "user", "gc-gone", "v", s);
+	updated = add(b, &me, "user", "gc-updated", "v", s);
+	ops->set_timeout(b, &me, updated, 1);
+	ops->update(b, &me, updated, "w", 1);	/* clears the timeout */
+	ops->set_timeout(b, &me, late, 100);
+	ops->set_timeout(b, &me, a, 1);
+	ops->set_timeout(b, &me, moved_late, 1);
+	ops->set_timeout(b, &me, moved_early, 100);
+	ops->set_timeout(b, &me, cleared, 1);
+	ops->set_timeout(b, &me, gone, 1);
+	/* keys with timeouts of 1 and 100 s, set in a shuffled order, some
+	 * moved once more: each move lands anywhere in the queue */
+	for (int i = 0; i < 120; i++) {	/* within the user's 200 keys */
+		snprintf(name, sizeof(name), "gc-%d", i);
+		many[i] = add(b, &me, "user", name, "v", s);
+	}
+	for (int n = 0; n < 600; n++) {
+		int i;
+
+		x = x * 1103515245u + 12345u;
+		i = (int)((x >> 8) % 120);
+		ops->set_timeout(b, &me, many[i], i % 2 ? 100 : 1 + (unsigned)(n % 2) * 99);
+		timed[i] = true;
+		if (n % 7 == 3) {	/* an expiry out of order, and one cleared */
+			ops->set_timeout(b, &me, many[(i + 1) % 120], (unsigned)(x >> 20) % 50 + 30);
+			timed[(i + 1) % 120] = true;
+		}
+		if (n % 11 == 5 && !(i % 2))
+			ops->set_timeout(b, &me, many[i], 0);
+		if (!gcq_sound(b))
+			wrong++;
+	}
+	for (int i = 0; i < 120; i += 2)
+		ops->set_timeout(b, &me, many[i], 1);
+	for (int i = 1; i < 120; i += 2)
+		queued += timed[i];
+	ops->set_timeout(b, &me, moved_late, 100);
+	ops->set_timeout(b, &me, moved_early, 1);
+	ops->set_timeout(b, &me, cleared, 0);
+	before = b->ngcq;
+	ops->unlink(b, &me, gone, s);	/* freed: out of the queue at once */
+	is_int((int)b->ngcq, (int)before - 1, "gc: a freed key leaves the queue");
+	ops->revoke(b, &me, revoked);
+	is_int((int)wrong, 0, "gc: the queue keeps its order through every change");
+	ok(gcq_sound(b), "gc: and after an unlink, a revoke and a cleared timeout");
+	is_int(ops->describe(b, &me, a, &ki), 0, "gc: nothing taken before its time");
+	sleep(2);
+	add(b, &me, "user", "gc-trigger", "v", s);	/* an op: the gc runs */
+	is_int(ops->describe(b, &me, a, &ki), -ENOKEY, "gc: an expired key is taken");
+	is_int(ops->describe(b, &me, moved_early, &ki), -ENOKEY,
+	       "gc: so is one whose timeout was moved earlier");
+	is_int(ops->describe(b, &me, revoked, &ki), -ENOKEY,
+	       "gc: and a revoked one (gc_delay 0)");
+	is_int(ops->describe(b, &me, late, &ki), 0, "gc: a key not yet due stays");
+	is_int(ops->describe(b, &me, moved_late, &ki), 0,
+	       "gc: so does one whose timeout was moved later");
+	is_int(ops->describe(b, &me, cleared, &ki), 0,
+	       "gc: and one whose timeout was cleared");
+	is_int(ops->describe(b, &me, updated, &ki), 0,
+	       "gc: or cleared by an update");
+	for (int i = 0; i < 120; i++)
+		if (many[i] <= 0 ||
+		    (ops->describe(b, &me, many[i], &ki) == -ENOKEY) != (i % 2 == 0))
+			wrong++;
+	is_int((int)wrong, 0, "gc: of 120 keys moved about, exactly the due ones are taken");
+	is_int((int)b->ngcq, (int)queued, "gc: the queue holds just the keys still to expire");
+	ok(gcq_sound(b), "gc: in order after the gc");
+	ops->destroy(b);
+}
+
 int main(void)
 {
 	struct keyfs_backend *b;
@@ -910,6 +1016,7 @@ int main(void)
 		test_ring_places(b);
 		ops->destroy(b);
 	}
+	test_gc_queue();
 	test_request();
 	test_store();
 	test_store_order();
