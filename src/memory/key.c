@@ -220,7 +220,7 @@ uint32_t mem_stamp(struct keyfs_backend *b)
 
 void mem_key_free(struct mkey *k)
 {
-	if (k->pcap > 1)
+	if (k->par_many)
 		free(k->par.many);
 	free(k);
 }
@@ -234,7 +234,6 @@ struct mkey *mem_key_alloc(const struct mkey_type *type, const char *desc)
 		return NULL;
 	memcpy(k->desc, desc, dlen);
 	k->type = type;
-	k->pcap = 1;
 	return k;
 }
 

@@ -143,11 +143,14 @@ struct mkey {
 	bool stored:1;		/* with a store: the store holds it */
 	bool tracked:1;		/* with a store: changed since the last save */
 	bool on_dead:1;
+	bool par_many:1;	/* the parents are in par.many (else par.one) */
 	struct mring *ring;	/* keyrings only */
 
 	/* The keyrings linking it, unordered (mkey_parents).  Most keys
-	 * have one parent, so while pcap is 1 it is held in place (one):
-	 * a key costs no second allocation. */
+	 * have one parent, so until a second one it is held in place (one):
+	 * a key costs no second allocation.  par.many's room is not kept: it
+	 * is the power of two at or above nparents (2 at least), or more
+	 * after unlinks, and grows when nparents reaches it (types.c). */
 	union {
 		struct mkey *one;
 		struct mkey **many;
@@ -159,7 +162,6 @@ struct mkey {
 	struct mkey *dead_next;	/* reap list */
 	struct mkey *qnext;	/* traversal queue */
 	unsigned track_idx;	/* tracked: its entry in the backend's track */
-	uint32_t pcap;
 	uint32_t gc_slot;	/* its place in the gc queue + 1; 0: not queued */
 	/* Allocated with the key (mem_key_alloc): a key's description never
 	 * changes, and one block per key keeps the model small (issue 10). */
@@ -387,7 +389,7 @@ struct mkey *mem_key_alloc(const struct mkey_type *type, const char *desc);
 static inline struct mkey **mkey_parents(const struct mkey *k)
 {
 	/* the key is const to its readers; its parents are not */
-	return k->pcap == 1 ? (struct mkey **)&k->par.one : k->par.many;
+	return k->par_many ? k->par.many : (struct mkey **)&k->par.one;
 }
 
 /* A new traversal's mark: keys whose walk_stamp equals it were reached by

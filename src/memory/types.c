@@ -289,6 +289,39 @@ static void rings_compact(struct mring *r)
 	r->nrings = n;
 }
 
+/* The room par.many has at the least: the power of two at or above n, 2
+ * at the least (it never shrinks, so unlinks may leave it more). */
+static uint32_t parent_cap(uint32_t n)
+{
+	uint32_t cap = 2;
+
+	while (cap < n)
+		cap *= 2;
+	return cap;
+}
+
+/* Room for one more parent: the first moves out of place at the second,
+ * then the room doubles each time nparents reaches a power of two. */
+static int parent_room(struct mkey *child)
+{
+	uint32_t n = child->nparents, cap;
+	struct mkey **p;
+
+	if (child->par_many ? n < parent_cap(n) : n < 1)
+		return 0;
+	if (n >= UINT32_MAX / 2)
+		return -ENOMEM;
+	cap = child->par_many ? n * 2 : 2;
+	p = realloc(child->par_many ? child->par.many : NULL, cap * sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	if (!child->par_many && n)
+		p[0] = child->par.one;
+	child->par.many = p;
+	child->par_many = true;
+	return 0;
+}
+
 int mring_reserve(struct mkey *keyring, struct mkey *child)
 {
 	struct mring *r = keyring->ring;
@@ -312,20 +345,7 @@ int mring_reserve(struct mkey *keyring, struct mkey *child)
 			return -ENOMEM;
 		r->rings = rings;
 	}
-	if (child->nparents + 1 > child->pcap) {
-		uint32_t cap = child->pcap * 2;
-		bool inline1 = child->pcap == 1;
-		struct mkey **p = realloc(inline1 ? NULL : child->par.many,
-					  cap * sizeof(*p));
-
-		if (!p)
-			return -ENOMEM;
-		if (inline1)
-			p[0] = child->par.one;
-		child->par.many = p;
-		child->pcap = cap;
-	}
-	return 0;
+	return parent_room(child);
 }
 
 static void parent_remove(struct mkey *child, struct mkey *keyring)

@@ -261,6 +261,44 @@ static void test_links(struct keyfs_backend *b)
 	is_int(ops->clear(b, &me, k), -ENOTDIR, "clear a key: ENOTDIR");
 }
 
+/* A key linked in many keyrings, then in few, then in many again: its
+ * parents' room grows and is reused (types.c's parent_room). */
+static void test_many_parents(struct keyfs_backend *b)
+{
+	kserial_t s = spec(b, KEYFS_SPEC_SESSION), k, rings[16], found;
+	struct key_info ki;
+	char name[32];
+	int bad = 0;
+
+	k = add(b, &me, "user", "many-parents", "v", s);
+	for (int i = 0; i < 16; i++) {
+		snprintf(name, sizeof(name), "mp%d", i);
+		rings[i] = add(b, &me, "keyring", name, NULL, s);
+	}
+	for (int i = 0; i < 9; i++)
+		bad += ops->link(b, &me, k, rings[i]) != 0;
+	for (int i = 0; i < 8; i++)
+		bad += ops->unlink(b, &me, k, rings[i]) != 0;
+	bad += ops->unlink(b, &me, k, s) != 0;	/* down to one: rings[8] */
+	for (int i = 9; i < 16; i++)
+		bad += ops->link(b, &me, k, rings[i]) != 0;
+	for (int i = 0; i < 8; i++)
+		bad += ops->link(b, &me, k, rings[i]) != 0;
+	is_int(bad, 0, "many parents: 9 links, down to 1, up to 16");
+	ops->describe(b, &me, k, &ki);
+	is_int((int)ki.nlink, 16, "many parents: nlink counts 16");
+	for (int i = 0; i < 16; i++)
+		bad += ops->find(b, &me, rings[i], "user", "many-parents", &found) != 0 ||
+		       found != k;
+	is_int(bad, 0, "many parents: found in each");
+	for (int i = 0; i < 16; i++)
+		bad += ops->unlink(b, &me, k, rings[i]) != 0;
+	is_int(bad, 0, "many parents: all unlinked");
+	is_int(ops->describe(b, &me, k, &ki), -ENOKEY, "many parents: then freed");
+	for (int i = 0; i < 16; i++)
+		ops->unlink(b, &me, rings[i], s);
+}
+
 static void test_states(struct keyfs_backend *b)
 {
 	kserial_t s = spec(b, KEYFS_SPEC_SESSION), k, kr, c2, found;
@@ -999,6 +1037,7 @@ int main(void)
 		test_specials(b);
 		test_add(b);
 		test_links(b);
+		test_many_parents(b);
 		test_states(b);
 		test_perms(b);
 		test_quota(b);
