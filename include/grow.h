@@ -1,4 +1,4 @@
-/* grow.h: room for one more element at the end of an array that doubles. */
+/* grow.h: room for one more element at the end of an array that doubles, and table sizes that double. */
 #ifndef KEYFS_GROW_H
 #define KEYFS_GROW_H
 
@@ -13,5 +13,9 @@
  */
 void *grow_room(void *v, size_t n, size_t *cap, size_t first, size_t max,
 		size_t size);
+
+/* The size of a table that must hold n: min (a power of two) doubled
+ * until it is at least n. */
+size_t grow_pow2(size_t n, size_t min);
 
 #endif

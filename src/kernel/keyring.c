@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grow.h"
 #include "kernel.h"
 
 /* ---- keyring indexes ---- */
@@ -13,8 +14,7 @@ struct kidx *kidx_new(size_t hint)
 
 	if (!x)
 		return NULL;
-	for (x->nslots = SLOTS_MIN; x->nslots < hint; x->nslots *= 2)
-		;
+	x->nslots = grow_pow2(hint, SLOTS_MIN);
 	x->cap = hint ? hint : 4;
 	x->ents = malloc(x->cap * sizeof(*x->ents));
 	x->by_serial = calloc(x->nslots, sizeof(*x->by_serial));

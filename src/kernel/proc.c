@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "grow.h"
 #include "kernel.h"
 
 #define PROC_KEYS		"/proc/keys"
@@ -160,8 +161,7 @@ static int pcache_fill(struct pcache *pc, const char *text,
 		lines += *p == '\n';
 	cap = lines + 1;
 	n.ents = calloc(cap, sizeof(*n.ents));
-	for (n.nslots = SLOTS_MIN; n.nslots < cap; n.nslots *= 2)
-		;
+	n.nslots = grow_pow2(cap, SLOTS_MIN);
 	n.slots = calloc(n.nslots, sizeof(*n.slots));
 	if (!n.ents || !n.slots) {
 		pcache_free(&n);

@@ -1,4 +1,4 @@
-/* grow.c: room for one more element at the end of an array that doubles (grow.h). */
+/* grow.c: room for one more element at the end of an array that doubles, and table sizes that double (grow.h). */
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -18,4 +18,13 @@ void *grow_room(void *v, size_t n, size_t *cap, size_t first, size_t max,
 	if (l)
 		*cap = want;
 	return l;
+}
+
+size_t grow_pow2(size_t n, size_t min)
+{
+	size_t cap = min;
+
+	while (cap < n)
+		cap *= 2;
+	return cap;
 }

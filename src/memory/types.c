@@ -244,11 +244,9 @@ static void index_fill(struct mring *r)
 
 static int index_grow(struct mring *r, size_t want)
 {
-	size_t icap = r->icap ? r->icap : 8;
+	size_t icap = grow_pow2(2 * want, r->icap ? r->icap : 8);
 	uint32_t *index;
 
-	while (icap < 2 * want)
-		icap *= 2;
 	if (icap == r->icap)
 		return 0;
 	index = malloc(icap * sizeof(*index));
@@ -289,17 +287,6 @@ static void rings_compact(struct mring *r)
 	r->nrings = n;
 }
 
-/* The room par.many has at the least: the power of two at or above n, 2
- * at the least (it never shrinks, so unlinks may leave it more). */
-static uint32_t parent_cap(uint32_t n)
-{
-	uint32_t cap = 2;
-
-	while (cap < n)
-		cap *= 2;
-	return cap;
-}
-
 /* Room for one more parent: the first moves out of place at the second,
  * then the room doubles each time nparents reaches a power of two. */
 static int parent_room(struct mkey *child)
@@ -307,7 +294,9 @@ static int parent_room(struct mkey *child)
 	uint32_t n = child->nparents, cap;
 	struct mkey **p;
 
-	if (child->par_many ? n < parent_cap(n) : n < 1)
+	/* par.many's room at the least: the power of two at or above n, 2
+	 * at the least (it never shrinks: unlinks may leave it more) */
+	if (child->par_many ? n < grow_pow2(n, 2) : n < 1)
 		return 0;
 	if (n >= UINT32_MAX / 2)
 		return -ENOMEM;

@@ -4,6 +4,7 @@
 #include <string.h>
 #include <sys/types.h>
 
+#include "grow.h"
 #include "store-int.h"
 
 /* A kernel key's permission holds six bits in each of four classes. */
@@ -410,17 +411,13 @@ static int check_graph(struct store_ctx *c, const struct store_image *img,
 		       const struct by_serial *idx, size_t maxlinks)
 {
 	const struct store_key **scratch;
-	size_t cap = 2;
 	int ret = 0;
 
-	while (cap < 2 * maxlinks)
-		cap *= 2;
-	scratch = calloc(cap, sizeof(*scratch));
+	scratch = calloc(grow_pow2(2 * maxlinks, 2), sizeof(*scratch));
 	if (!scratch)
 		return -ENOMEM;
 	for (size_t i = 0; i < img->nkeys && ret == 0; i++) {
 		const struct store_key *k = &img->keys[i];
-		size_t kcap = 2;
 
 		if (!is_keyring(k))
 			continue;
@@ -428,10 +425,8 @@ static int check_graph(struct store_ctx *c, const struct store_image *img,
 		/* Each keyring clears a table of its own size, not the
 		 * largest keyring's: a session of 20,000 keyrings, each
 		 * linking a key, cleared 512 KB for each of them. */
-		while (kcap < 2 * k->nlinks)
-			kcap *= 2;
 		ret = check_links(c, img, idx, k, scratch,
-				  k->nlinks ? kcap : 0);
+				  k->nlinks ? grow_pow2(2 * k->nlinks, 2) : 0);
 	}
 	free(scratch);
 	c->where[0] = '\0';
