@@ -50,6 +50,12 @@ static void settle(struct keyfs_backend *b, size_t i)
 		sift_down(b, i);
 }
 
+/* When the gc takes k: gc_delay after it expired or was revoked. */
+static time_t gc_due(const struct keyfs_backend *b, const struct mkey *k)
+{
+	return k->expiry + b->gc_delay;
+}
+
 void mem_gc_unqueue(struct keyfs_backend *b, struct mkey *k)
 {
 	size_t i;
@@ -67,15 +73,13 @@ void mem_gc_unqueue(struct keyfs_backend *b, struct mkey *k)
 void mem_gc_schedule(struct keyfs_backend *b, struct mkey *k)
 {
 	struct mem_gc_due *v;
-	time_t due;
 
 	if (!k->expiry) {
 		mem_gc_unqueue(b, k);
 		return;
 	}
-	due = k->expiry + b->gc_delay;
 	if (k->gc_slot) {
-		b->gcq[k->gc_slot - 1].due = due;
+		b->gcq[k->gc_slot - 1].due = gc_due(b, k);
 		settle(b, k->gc_slot - 1);
 		return;
 	}
@@ -88,7 +92,7 @@ void mem_gc_schedule(struct keyfs_backend *b, struct mkey *k)
 		return;
 	}
 	b->gcq = v;
-	b->gcq[b->ngcq].due = due;
+	b->gcq[b->ngcq].due = gc_due(b, k);
 	b->gcq[b->ngcq].k = k;
 	sift_up(b, b->ngcq++);
 }
@@ -111,7 +115,7 @@ struct mkey *mem_gc_next(struct keyfs_backend *b, time_t now)
 		requeue_all(b);
 	while (b->ngcq && b->gcq[0].due <= now) {
 		k = b->gcq[0].k;
-		if (k->expiry && k->expiry + b->gc_delay <= now) {
+		if (k->expiry && gc_due(b, k) <= now) {
 			mem_gc_unqueue(b, k);
 			return k;
 		}
