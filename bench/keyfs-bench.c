@@ -522,78 +522,10 @@ static int xattr_unsupported(int err)
 	return err == EOPNOTSUPP || err == EINVAL || err == EBADF;
 }
 
-/* ls -l: readdir, then for every entry what ls(1) calls (strace ls -l):
- * statx without following links, lgetxattr security.selinux, getxattr
- * system.posix_acl_access, each until the device says it has no such
- * thing; raw: keyctl list + describe every key. */
-static double m_ls(enum target t, const char *ring)
-{
-	/* A listing stopped at plan.op_cap is extrapolated from the entries
-	 * done (the rest of the directory is still read, to count them). */
-	char path[4096], buf[4096];
-	unsigned long n = 0;
-	double t0 = now();
-	if (t == T_RAW) {
-		key_serial_t r = keyctl_search(KEY_SPEC_SESSION_KEYRING, "keyring", ring, 0);
-		void *list = NULL;
-		long len = r < 0 ? -1 : keyctl_read_alloc(r, &list);
-		if (len < 0) {
-			fail("keyctl list", ring, errno);
-			return NAN;
-		}
-		key_serial_t *ks = list;
-		for (long i = 0; i < len / (long)sizeof(*ks); i++, n++)
-			if (keyctl_describe(ks[i], buf, sizeof(buf)) < 0) {
-				fail("keyctl describe", ring, errno);
-				free(list);
-				return NAN;
-			}
-		free(list);
-	} else {
-		ring_path(path, sizeof(path), t, ring);
-		size_t base = strlen(path);
-		DIR *d = opendir(path);
-		if (!d) {
-			fail("opendir", path, errno);
-			return NAN;
-		}
-		struct dirent *de;
-		struct statx stx;
-		int no_label = 0, no_acl = 0;
-		while ((de = readdir(d))) {
-			if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-				continue;
-			if (n > 0 && now() - t0 > plan.op_cap) { /* too slow: extrapolated */
-				unsigned long total = n;
-				while (readdir(d))
-					total++;
-				closedir(d);
-				capped = 1;
-				return (now() - t0) * 1e6 * (double)total / (double)n;
-			}
-			snprintf(path + base, sizeof(path) - base, "/%s", de->d_name);
-			if (statx(AT_FDCWD, path, AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT,
-				  STATX_MODE | STATX_NLINK | STATX_UID | STATX_GID | STATX_MTIME | STATX_SIZE,
-				  &stx) < 0) {
-				fail("statx", path, errno);
-				closedir(d);
-				return NAN;
-			}
-			if (!no_label && lgetxattr(path, "security.selinux", buf, 255) < 0)
-				no_label = xattr_unsupported(errno);
-			if (!no_acl && getxattr(path, "system.posix_acl_access", NULL, 0) < 0)
-				no_acl = xattr_unsupported(errno);
-			n++;
-		}
-		closedir(d);
-	}
-	return (now() - t0) * 1e6;
-}
-
-/* What an ls -l asks the kernel at the least: raw list + describe + size
- * probe (keyctl read with no buffer) of every key, each key's two calls
- * together. */
-static double m_raw_sized(const char *ring)
+/* Raw keyctl list of ring, then describe of every key; with sized also
+ * the size probe (keyctl read with no buffer) that ls -l needs, right
+ * after each key's describe.  Microseconds, or NAN. */
+static double raw_listing(const char *ring, int sized)
 {
 	char buf[4096];
 	double t0 = now();
@@ -606,12 +538,64 @@ static double m_raw_sized(const char *ring)
 	}
 	key_serial_t *ks = list;
 	for (long i = 0; i < len / (long)sizeof(*ks); i++)
-		if (keyctl_describe(ks[i], buf, sizeof(buf)) < 0 || keyctl_read(ks[i], NULL, 0) < 0) {
-			fail("keyctl describe/read", ring, errno);
+		if (keyctl_describe(ks[i], buf, sizeof(buf)) < 0 || (sized && keyctl_read(ks[i], NULL, 0) < 0)) {
+			fail(sized ? "keyctl describe/read" : "keyctl describe", ring, errno);
 			free(list);
 			return NAN;
 		}
 	free(list);
+	return (now() - t0) * 1e6;
+}
+
+/* ls -l: readdir, then for every entry what ls(1) calls (strace ls -l):
+ * statx without following links, lgetxattr security.selinux, getxattr
+ * system.posix_acl_access, each until the device says it has no such
+ * thing; raw: keyctl list + describe every key. */
+static double m_ls(enum target t, const char *ring)
+{
+	if (t == T_RAW)
+		return raw_listing(ring, 0);
+	/* A listing stopped at plan.op_cap is extrapolated from the entries
+	 * done (the rest of the directory is still read, to count them). */
+	char path[4096], buf[4096];
+	unsigned long n = 0;
+	double t0 = now();
+	ring_path(path, sizeof(path), t, ring);
+	size_t base = strlen(path);
+	DIR *d = opendir(path);
+	if (!d) {
+		fail("opendir", path, errno);
+		return NAN;
+	}
+	struct dirent *de;
+	struct statx stx;
+	int no_label = 0, no_acl = 0;
+	while ((de = readdir(d))) {
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		if (n > 0 && now() - t0 > plan.op_cap) { /* too slow: extrapolated */
+			unsigned long total = n;
+			while (readdir(d))
+				total++;
+			closedir(d);
+			capped = 1;
+			return (now() - t0) * 1e6 * (double)total / (double)n;
+		}
+		snprintf(path + base, sizeof(path) - base, "/%s", de->d_name);
+		if (statx(AT_FDCWD, path, AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT,
+			  STATX_MODE | STATX_NLINK | STATX_UID | STATX_GID | STATX_MTIME | STATX_SIZE,
+			  &stx) < 0) {
+			fail("statx", path, errno);
+			closedir(d);
+			return NAN;
+		}
+		if (!no_label && lgetxattr(path, "security.selinux", buf, 255) < 0)
+			no_label = xattr_unsupported(errno);
+		if (!no_acl && getxattr(path, "system.posix_acl_access", NULL, 0) < 0)
+			no_acl = xattr_unsupported(errno);
+		n++;
+	}
+	closedir(d);
 	return (now() - t0) * 1e6;
 }
 
@@ -1159,7 +1143,7 @@ int main(int argc, char **argv)
 			for (int s = 0; s < 3; s++)
 				MEASURE(r_ls[s], t, rep, m_ls(e, ring_ls[s]));
 			if (t == T_RAW)
-				MEASURE(r_raw_sized, t, rep, m_raw_sized(ring_ls[2]));
+				MEASURE(r_raw_sized, t, rep, raw_listing(ring_ls[2], 1));
 			listed_at[t] = now();
 		}
 	}
