@@ -133,6 +133,35 @@ void fs_key_changing(struct keyfs_ctx *ctx, kserial_t serial)
 		fs_forget_attrs(ctx, tree_ino(ctx, serial));
 }
 
+/*
+ * The kernel reaches a key's inode through a name it cached (for up to
+ * entry_timeout), and that name may since have come to stand for another
+ * key, or for nothing: keyctl unlinked the key and maybe added a new one
+ * under its name.  ESTALE makes the VFS look the whole path up again
+ * (LOOKUP_REVAL: keyfs is asked for every name in it) and retry the call
+ * once, as it does for NFS: a key replaced behind keyfs's back then opens
+ * as the new key, and a removed one answers ENOENT, where the old inode
+ * answered ENOENT, ENOKEY or EACCES by timing.  Gone means the backend
+ * answers for the key that no keyring keyfs knows links it any more
+ * (ENOENT: unlinked behind keyfs's back, src/kernel/keyring.c) or that
+ * there is no such key (ENOKEY where a describe says so too: a negative
+ * or an invalidated key still describes, and its ENOKEY stands).  The
+ * mount's root is never stale: there is no name to look up again.
+ */
+int stale_if_gone(struct keyfs_ctx *ctx, const struct tnode *tn, int err)
+{
+	struct key_info ki;
+
+	if (!tn || tn->kind != T_KEY || tn->ino == INO_ROOT)
+		return err;
+	if (err == -ENOENT)
+		return -ESTALE;
+	if (err == -ENOKEY &&
+	    ctx_describe(ctx, &ctx->mounter, tn->serial, 0, &ki) == -ENOKEY)
+		return -ESTALE;
+	return err;
+}
+
 /* The keyring a directory inode is; -EPERM for keyfs's own directories,
  * where nothing can be made or removed. */
 int parent_keyring(struct keyfs_ctx *ctx, fuse_ino_t parent,

@@ -111,7 +111,12 @@ int handle_open_key(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 		ret = -ENOMEM;
 		goto fail;
 	}
-	ret = attr_key_info_part(ctx, c, tn, KEY_INFO_RECENT, ki);
+	/* A recent description serves only where the payload is read next:
+	 * that read is the kernel's check that the key is still there
+	 * (kkey_recent).  A truncating open reads nothing, so it asks. */
+	ret = attr_key_info_part(ctx, c, tn,
+				 (flags & O_TRUNC) && acc != O_RDONLY ? 0 : KEY_INFO_RECENT,
+				 ki);
 	if (ret < 0)
 		goto fail;
 	if (keyfs_is_keyring_type(ki->type)) {

@@ -88,6 +88,9 @@ struct kkey {
 	bool have_attr:1;		/* uid, gid, perm as last described */
 	bool exact_expiry:1;		/* expiry was set through keyfs */
 	bool positive:1;		/* seen instantiated, not negative: for good */
+	/* every keyring keyfs saw linking it has been listed (or changed by
+	 * keyfs) without it since: no parent is not "none known" */
+	bool orphaned:1;
 };
 
 enum proc_timeout { TMO_NONE, TMO_EXPIRED, TMO_SET };

@@ -79,7 +79,10 @@ void kkey_free(struct kkey *k)
 	free(k);
 }
 
-/* Forget a key the kernel no longer has. */
+/* Forget a key the kernel no longer has.  The keyrings keyfs saw linking
+ * it lost it behind keyfs's back, and may link another key under its name
+ * by now: each is listed anew at its next lookup (fs-reply.c's
+ * stale_if_gone has the kernel look the name up again). */
 void kkey_drop(struct keyfs_backend *b, kserial_t s)
 {
 	struct kkey **pp, *k;
@@ -90,6 +93,8 @@ void kkey_drop(struct keyfs_backend *b, kserial_t s)
 	     pp = &k->next)
 		if (k->serial == s) {
 			*pp = k->next;
+			for (uint32_t i = 0; i < k->nparents; i++)
+				kring_note_unknown(b, k->parents[i]);
 			kkey_free(k);
 			b->n--;
 			return;
@@ -134,6 +139,7 @@ int kkey_parent_add(struct kkey *k, kserial_t ring)
 		k->aparents = n;
 	}
 	k->parents[k->nparents++] = ring;
+	k->orphaned = false;
 	return 0;
 }
 
@@ -144,6 +150,7 @@ void kkey_parent_del(struct kkey *k, kserial_t ring)
 	for (size_t i = 0; i < k->nparents; i++)
 		if (k->parents[i] == ring) {
 			k->parents[i] = k->parents[--k->nparents];
+			k->orphaned = k->nparents == 0;
 			return;
 		}
 }

@@ -429,8 +429,10 @@ int kring_read(struct keyfs_backend *b, const struct keyfs_cred *c,
  * anew as keyfs.  After keyctl unlink behind keyfs's back the key is no
  * longer possessed, so the kernel refuses to read it until its garbage
  * collector takes it: a refusal for a key no keyring keyfs knows links any
- * more is a name gone (ENOENT), not a permission.  True where keyfs cannot
- * tell (no parent known, a keyring it cannot list). */
+ * more is a name gone (ENOENT), not a permission.  A key whose last
+ * known keyring was listed without it stays so (orphaned): asked again,
+ * the answer is the same.  True where keyfs cannot tell (no keyring ever
+ * seen linking it, a keyring it cannot list). */
 bool kring_still_linked(struct keyfs_backend *b, kserial_t key)
 {
 	struct kkey *k = kkey_get(b, key);
@@ -439,7 +441,7 @@ bool kring_still_linked(struct keyfs_backend *b, kserial_t key)
 	bool linked = false;
 
 	if (!k || !k->nparents)
-		return true;
+		return !k || !k->orphaned;
 	nrings = k->nparents;
 	rings = malloc(nrings * sizeof(*rings));
 	if (!rings)
@@ -490,6 +492,9 @@ int kernel_list(struct keyfs_backend *b, const struct keyfs_cred *c,
 	if (ret < 0)
 		return ret;
 	ret = kring_read(b, c, keyring, &list, &cnt);
+	/* as kernel_read: unlinked behind keyfs's back, not a permission */
+	if ((ret == -EACCES || ret == -ENOKEY) && !kring_still_linked(b, keyring))
+		ret = -ENOENT;
 	if (ret < 0)
 		return ret;
 	*out_alloc = list;
