@@ -662,6 +662,84 @@ static double m_par(enum target t, const char *ring, int procs, int same, double
 	return (double)total / dt;
 }
 
+/* One writer's pass: key j (of 4 names of its own) made or rewritten,
+ * and every other pass removed.  0 or -errno. */
+static int write_pass(enum target t, key_serial_t rc, int w, long i)
+{
+	char name[64], path[4096];
+	snprintf(name, sizeof(name), "w%d_%d_%ld", (int)t, w, i % 4);
+	if (t == T_RAW) {
+		key_serial_t k = add_key("user", name, PAYLOAD, PAYLOAD_LEN, rc);
+		if (k < 0)
+			return -errno;
+		return i % 2 && keyctl_unlink(k, rc) < 0 ? -errno : 0;
+	}
+	ring_path(path, sizeof(path), t, "rc");
+	size_t base = strlen(path);
+	snprintf(path + base, sizeof(path) - base, "/%s", name);
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	if (fd < 0)
+		return -errno;
+	int ret = write(fd, PAYLOAD, PAYLOAD_LEN) == PAYLOAD_LEN ? 0 : -EIO;
+	if (close(fd) < 0 && ret == 0)
+		ret = -errno;
+	if (ret == 0 && i % 2 && unlink(path) < 0)
+		ret = -errno;
+	return ret;
+}
+
+/* P processes writing in one keyring (rc) for plan.par_seconds, each its
+ * own names: passes per second, all together. */
+static double m_wpar(enum target t, int procs)
+{
+	int go[2], res[2];
+	pid_t kids[16];
+	key_serial_t rc = 0;
+	if (t == T_RAW && (rc = keyctl_search(KEY_SPEC_SESSION_KEYRING, "keyring", "rc", 0)) < 0)
+		return NAN;
+	if (pipe(go) < 0 || pipe(res) < 0)
+		die("pipe: %s", strerror(errno));
+	for (int p = 0; p < procs; p++) {
+		kids[p] = fork();
+		if (kids[p] < 0)
+			die("fork: %s", strerror(errno));
+		if (kids[p] == 0) {
+			char c;
+			close(go[1]);
+			if (read(go[0], &c, 1) < 0)
+				_exit(1);
+			long count = 0;
+			double end = now() + plan.par_seconds;
+			while (now() < end) {
+				if (write_pass(t, rc, p, count) < 0)
+					_exit(2);
+				count++;
+			}
+			_exit(write(res[1], &count, sizeof(count)) == sizeof(count) ? 0 : 3);
+		}
+	}
+	close(go[0]);
+	close(res[1]);
+	double t0 = now();
+	close(go[1]);
+	long total = 0, one;
+	int bad = 0;
+	while (read(res[0], &one, sizeof(one)) == sizeof(one))
+		total += one;
+	double dt = now() - t0;
+	close(res[0]);
+	for (int p = 0; p < procs; p++) {
+		int st;
+		if (waitpid(kids[p], &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+			bad = 1;
+	}
+	if (bad) {
+		fail("parallel writers on", target_name[t], EIO);
+		return NAN;
+	}
+	return (double)total / dt;
+}
+
 /* ---- the table ---- */
 
 enum unit { U_US, U_MS, U_OPS, U_BYTES, U_S };
@@ -1199,6 +1277,24 @@ int main(int argc, char **argv)
 				r_halt[i]->v[t][rep] = m_par((enum target)t, ring_l, i ? 4 : 1, 0, &r_halt_cpu[i]->v[t][rep]);
 			}
 		set_idle(0);
+	}
+
+	/* Parallel writers in one keyring: passes per second of 1 and 4. */
+	struct row *r_wpar[2];
+	for (int i = 0; i < 2; i++) {
+		r_wpar[i] = row_new(U_OPS, 1, "%d writer%s in one keyring (create or rewrite; every other pass unlink)",
+				    i ? 4 : 1, i ? "s" : "");
+		r_wpar[i]->nsamples = plan.par_reps;
+	}
+	for (int rep = 0; rep < plan.par_reps; rep++) {
+		fprintf(stderr, "keyfs-bench: parallel writers %d/%d (%.0f s)\n", rep + 1, plan.par_reps, now() - start);
+		for (int i = 0; i < 2; i++)
+			for (int k = 0;; k++) {
+				int t = order(rep, k, 1, 0);
+				if (t < 0)
+					break;
+				r_wpar[i]->v[t][rep] = m_wpar((enum target)t, i ? 4 : 1);
+			}
 	}
 
 	/* Memory, caches off: the keys a search finds (m_search). */

@@ -50,8 +50,10 @@ void fs_forget_attrs(struct keyfs_ctx *ctx, uint64_t ino);
 uint64_t fs_forget_pages(struct keyfs_ctx *ctx, uint64_t ino);
 /* Has the kernel been told notification seq (and all before it)? */
 bool fs_notify_sent(struct keyfs_ctx *ctx, uint64_t seq);
-/* Wait until what was queued so far is sent, at most a quarter second:
- * a request that holds the directory's lock may be waiting on keyfs. */
+/* Wait until what was queued so far is sent, at most a quarter second,
+ * giving up ctx->lock meanwhile (and taking it again): a request that
+ * holds the directory's lock may be waiting on keyfs.  Only from a
+ * request handler, holding no pointer into keyfs's state across it. */
 void fs_forget_wait(struct keyfs_ctx *ctx);
 int fs_notifier_start(struct keyfs_ctx *ctx, struct fuse_session *se);
 void fs_notifier_stop(struct keyfs_ctx *ctx);
