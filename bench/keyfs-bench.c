@@ -204,15 +204,21 @@ static key_serial_t raw_find(const char *ring, unsigned long j)
 /* ---- file system setup ---- */
 
 /* Creates one key file; returns 0 or -errno. */
-static int create_file(const char *path)
+/* open(2) path write-only with flags, write the payload, close. */
+static int write_file(const char *path, int flags)
 {
-	int fd = open(path, O_CREAT | O_EXCL | O_WRONLY, 0600);
+	int fd = open(path, O_WRONLY | flags, 0600);
 	if (fd < 0)
 		return -errno;
 	int ret = write(fd, PAYLOAD, PAYLOAD_LEN) == PAYLOAD_LEN ? 0 : -EIO;
 	if (close(fd) < 0 && ret == 0)
 		ret = -errno;
 	return ret;
+}
+
+static int create_file(const char *path)
+{
+	return write_file(path, O_CREAT | O_EXCL);
 }
 
 /* A keyring: an empty directory. */
@@ -599,12 +605,14 @@ static double m_ls(enum target t, const char *ring)
 	return (now() - t0) * 1e6;
 }
 
-/* P processes read keys for plan.par_seconds: the same key or one each.
- * Returns the total reads per second; *cpu_us (if not NULL) is the CPU
- * time the readers and the daemon (if any) spent per read, in
- * microseconds, which tells how much of the machine one reader keeps
- * busy. */
-static double m_par(enum target t, const char *ring, int procs, int same, double *cpu_us)
+/* P processes each calling pass(t, arg, p, i) for i = 0, 1, ... for
+ * plan.par_seconds, all started at once (each is a process of its own:
+ * pass may keep what it works out at i == 0 in statics).  Returns the
+ * passes per second of all together, or NAN if a pass failed; *cpu_us
+ * (if not NULL) is the CPU time the processes and the daemon (if any)
+ * spent per pass, which tells how much of the machine one keeps busy. */
+static double par_run(enum target t, int procs, int (*pass)(enum target, const void *, int, long),
+		      const void *arg, double *cpu_us)
 {
 	int go[2], res[2];
 	pid_t kids[16];
@@ -615,18 +623,14 @@ static double m_par(enum target t, const char *ring, int procs, int same, double
 		if (kids[p] < 0)
 			die("fork: %s", strerror(errno));
 		if (kids[p] == 0) {
-			char path[4096], buf[4096], c;
-			unsigned long j = same ? 0 : (unsigned long)p * 7 + 1;
-			key_serial_t k = t == T_RAW ? raw_find(ring, j) : 0;
-			key_path(path, sizeof(path), t, ring, j);
+			char c;
 			close(go[1]);
 			if (read(go[0], &c, 1) < 0)
 				_exit(1);
 			long count = 0;
 			double end = now() + plan.par_seconds;
 			while (now() < end) {
-				int bad = t == T_RAW ? keyctl_read(k, buf, sizeof(buf)) < 0 : cat_path(path) < 0;
-				if (bad)
+				if (pass(t, arg, p, count) < 0)
 					_exit(2);
 				count++;
 			}
@@ -652,7 +656,7 @@ static double m_par(enum target t, const char *ring, int procs, int same, double
 			bad = 1;
 	}
 	if (bad) {
-		fail("parallel readers on", target_name[t], EIO);
+		fail("parallel processes on", target_name[t], EIO);
 		return NAN;
 	}
 	if (cpu_us) {
@@ -662,11 +666,46 @@ static double m_par(enum target t, const char *ring, int procs, int same, double
 	return (double)total / dt;
 }
 
-/* One writer's pass: key j (of 4 names of its own) made or rewritten,
- * and every other pass removed.  0 or -errno. */
-static int write_pass(enum target t, key_serial_t rc, int w, long i)
+/* A reader's pass: open, read and close its key (the same for all with
+ * same), or keyctl read it. */
+struct read_job {
+	const char *ring;
+	int same;
+};
+
+static int read_pass(enum target t, const void *arg, int p, long i)
 {
+	const struct read_job *job = arg;
+	static char path[4096], buf[4096];
+	static key_serial_t k;
+	if (i == 0) {
+		unsigned long j = job->same ? 0 : (unsigned long)p * 7 + 1;
+		k = t == T_RAW ? raw_find(job->ring, j) : 0;
+		key_path(path, sizeof(path), t, job->ring, j);
+	}
+	if (t == T_RAW)
+		return keyctl_read(k, buf, sizeof(buf)) < 0 ? -errno : 0;
+	return cat_path(path) < 0 ? -EIO : 0;
+}
+
+/* P processes read keys for plan.par_seconds: the same key or one each.
+ * Returns the total reads per second; *cpu_us as par_run's. */
+static double m_par(enum target t, const char *ring, int procs, int same, double *cpu_us)
+{
+	struct read_job job = { ring, same };
+	return par_run(t, procs, read_pass, &job, cpu_us);
+}
+
+/* A writer's pass: one of 4 names of its own made or rewritten, and
+ * removed every other pass (raw: add_key, and keyctl unlink), in the
+ * keyring rc.  0 or -errno. */
+static int write_pass(enum target t, const void *arg, int w, long i)
+{
+	static key_serial_t rc;
 	char name[64], path[4096];
+	(void)arg;
+	if (t == T_RAW && i == 0 && (rc = keyctl_search(KEY_SPEC_SESSION_KEYRING, "keyring", "rc", 0)) < 0)
+		return -errno;
 	snprintf(name, sizeof(name), "w%d_%d_%ld", (int)t, w, i % 4);
 	if (t == T_RAW) {
 		key_serial_t k = add_key("user", name, PAYLOAD, PAYLOAD_LEN, rc);
@@ -677,12 +716,7 @@ static int write_pass(enum target t, key_serial_t rc, int w, long i)
 	ring_path(path, sizeof(path), t, "rc");
 	size_t base = strlen(path);
 	snprintf(path + base, sizeof(path) - base, "/%s", name);
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-	if (fd < 0)
-		return -errno;
-	int ret = write(fd, PAYLOAD, PAYLOAD_LEN) == PAYLOAD_LEN ? 0 : -EIO;
-	if (close(fd) < 0 && ret == 0)
-		ret = -errno;
+	int ret = write_file(path, O_CREAT | O_TRUNC);
 	if (ret == 0 && i % 2 && unlink(path) < 0)
 		ret = -errno;
 	return ret;
@@ -692,52 +726,7 @@ static int write_pass(enum target t, key_serial_t rc, int w, long i)
  * own names: passes per second, all together. */
 static double m_wpar(enum target t, int procs)
 {
-	int go[2], res[2];
-	pid_t kids[16];
-	key_serial_t rc = 0;
-	if (t == T_RAW && (rc = keyctl_search(KEY_SPEC_SESSION_KEYRING, "keyring", "rc", 0)) < 0)
-		return NAN;
-	if (pipe(go) < 0 || pipe(res) < 0)
-		die("pipe: %s", strerror(errno));
-	for (int p = 0; p < procs; p++) {
-		kids[p] = fork();
-		if (kids[p] < 0)
-			die("fork: %s", strerror(errno));
-		if (kids[p] == 0) {
-			char c;
-			close(go[1]);
-			if (read(go[0], &c, 1) < 0)
-				_exit(1);
-			long count = 0;
-			double end = now() + plan.par_seconds;
-			while (now() < end) {
-				if (write_pass(t, rc, p, count) < 0)
-					_exit(2);
-				count++;
-			}
-			_exit(write(res[1], &count, sizeof(count)) == sizeof(count) ? 0 : 3);
-		}
-	}
-	close(go[0]);
-	close(res[1]);
-	double t0 = now();
-	close(go[1]);
-	long total = 0, one;
-	int bad = 0;
-	while (read(res[0], &one, sizeof(one)) == sizeof(one))
-		total += one;
-	double dt = now() - t0;
-	close(res[0]);
-	for (int p = 0; p < procs; p++) {
-		int st;
-		if (waitpid(kids[p], &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
-			bad = 1;
-	}
-	if (bad) {
-		fail("parallel writers on", target_name[t], EIO);
-		return NAN;
-	}
-	return (double)total / dt;
+	return par_run(t, procs, write_pass, NULL, NULL);
 }
 
 /* ---- the table ---- */
