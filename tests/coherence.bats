@@ -300,6 +300,36 @@ collected()
 	assert_output two
 }
 
+@test "kernel: chmod, chown and setfattr through the cached name of a key unlinked with keyctl but alive elsewhere: ENOENT" {
+	keyfs_mount -o entry_timeout=30,attr_timeout=30
+	local a m o f=$BATS_TEST_TMPDIR/held pid i
+	a=$(keyctl add user a one @s)
+	m=$(keyctl add user m one @s)
+	o=$(keyctl add user o one @s)
+	for i in "$a" "$m" "$o"; do keyctl setperm "$i" 0x3f110000; done
+	stat "$MNT/session/a" "$MNT/session/m" "$MNT/session/o" >/dev/null
+	keyctl session - sh -c "keyctl link $a @s && keyctl link $m @s && keyctl link $o @s && touch $f && exec sleep 30" \
+		>/dev/null 2>&1 3>&- &
+	pid=$!
+	for ((i = 0; i < 50; i++)); do
+		[[ -e $f ]] && break
+		sleep 0.1
+	done
+	keyctl unlink "$a" @s >/dev/null
+	keyctl unlink "$m" @s >/dev/null
+	keyctl unlink "$o" @s >/dev/null
+	run kerrno chmod "$MNT/session/a" 600
+	assert_output ENOENT
+	run kerrno setxattr "$MNT/session/m" user.keyfs.perm 0x3f3f0000
+	assert_output ENOENT
+	run kerrno chown "$MNT/session/o" 0 0
+	kill "$pid"
+	wait "$pid" 2>/dev/null || true
+	assert_output ENOENT
+	# the kernel refused keyfs each change: the keys are as they were
+	assert_equal "$(keyctl rdescribe "$a" | cut -d';' -f4)" 3f110000
+}
+
 @test "kernel: a keyring replaced with keyctl under its name lists as the new one at once" {
 	keyfs_mount -o entry_timeout=30,attr_timeout=30
 	mkdir "$MNT/session/ring"

@@ -383,9 +383,7 @@ static int kernel_read(struct keyfs_backend *b, const struct keyfs_cred *c,
 		ret = kpayload_read_as(b, c, key, buf_alloc, len);
 	/* unlinked behind keyfs's back: unpossessed (EACCES) until the
 	 * garbage collector takes it, gone (ENOKEY) after */
-	if ((ret == -EACCES || ret == -ENOKEY) && !kring_still_linked(b, key))
-		ret = -ENOENT;
-	return ret;
+	return kring_gone_if_unlinked(b, key, ret);
 }
 
 /* Names as `keyctl supports` prints them, by capability byte and bit. */

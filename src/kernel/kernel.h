@@ -321,6 +321,9 @@ int kring_index(struct keyfs_backend *b, const struct keyfs_cred *c,
 		kserial_t ring, struct kidx **xp);
 /* Whether a keyring keyfs saw linking key still does (keyring.c). */
 bool kring_still_linked(struct keyfs_backend *b, kserial_t key);
+/* ret, or -ENOENT for an EACCES or ENOKEY where kring_still_linked says
+ * no: the name the key was reached by is gone. */
+int kring_gone_if_unlinked(struct keyfs_backend *b, kserial_t key, int ret);
 int kring_index_any(struct keyfs_backend *b, const struct keyfs_cred *c,
 		    kserial_t ring, struct kidx **xp);
 int kernel_list(struct keyfs_backend *b, const struct keyfs_cred *c,

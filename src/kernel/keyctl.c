@@ -155,7 +155,7 @@ int kernel_update(struct keyfs_backend *b, const struct keyfs_cred *c,
 
 	ret = kkey_check(b, c, key, KEYFS_PERM_WRITE, 0);
 	if (ret < 0)
-		return ret;
+		return kring_gone_if_unlinked(b, key, ret);
 	k = kkey_get(b, key);
 	if (!k || !k->named)
 		kkey_learn(b, c, key, &k);
@@ -173,7 +173,7 @@ int kernel_update(struct keyfs_backend *b, const struct keyfs_cred *c,
 	}
 	if (ret == 0)
 		kkey_touch_payload(kkey_get(b, key));
-	return ret;
+	return kring_gone_if_unlinked(b, key, ret);
 }
 
 /* A link into or out of ring changed ring's payload and key's link count. */
@@ -324,7 +324,7 @@ int kernel_setperm(struct keyfs_backend *b, const struct keyfs_cred *c,
 			k->perm = perm;
 		kkey_touch_change(k);
 	}
-	return ret;
+	return kring_gone_if_unlinked(b, key, ret);
 }
 
 int kernel_chown(struct keyfs_backend *b, const struct keyfs_cred *c,
@@ -353,7 +353,7 @@ int kernel_chown(struct keyfs_backend *b, const struct keyfs_cred *c,
 			k->gid = gid;
 		kkey_touch_change(k);
 	}
-	return ret;
+	return kring_gone_if_unlinked(b, key, ret);
 }
 
 int kernel_set_timeout(struct keyfs_backend *b, const struct keyfs_cred *c,
@@ -366,7 +366,7 @@ int kernel_set_timeout(struct keyfs_backend *b, const struct keyfs_cred *c,
 			    KCALL(KEYCTL_SET_TIMEOUT, (unsigned long)key,
 				  secs));
 	if (ret < 0)
-		return ret;
+		return kring_gone_if_unlinked(b, key, ret);
 	/* the kernel counts from the same real-time second */
 	k = kkey_make(b, key);
 	if (k) {

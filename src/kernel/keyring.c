@@ -461,6 +461,16 @@ bool kring_still_linked(struct keyfs_backend *b, kserial_t key)
 	return linked;
 }
 
+/* A refusal (EACCES) or ENOKEY for key, made unlinked behind keyfs's
+ * back: no keyring keyfs knows links it any more, so the name it was
+ * reached by is gone (ENOENT), whatever the call. */
+int kring_gone_if_unlinked(struct keyfs_backend *b, kserial_t key, int ret)
+{
+	if ((ret == -EACCES || ret == -ENOKEY) && !kring_still_linked(b, key))
+		return -ENOENT;
+	return ret;
+}
+
 /* ring's index, listed anew when older than the cache timeout. */
 int kring_index(struct keyfs_backend *b, const struct keyfs_cred *c,
 		kserial_t ring, struct kidx **xp)
@@ -491,10 +501,7 @@ int kernel_list(struct keyfs_backend *b, const struct keyfs_cred *c,
 	ret = kkey_check(b, c, keyring, KEYFS_PERM_READ, 0);
 	if (ret < 0)
 		return ret;
-	ret = kring_read(b, c, keyring, &list, &cnt);
-	/* as kernel_read: unlinked behind keyfs's back, not a permission */
-	if ((ret == -EACCES || ret == -ENOKEY) && !kring_still_linked(b, keyring))
-		ret = -ENOENT;
+	ret = kring_gone_if_unlinked(b, keyring, kring_read(b, c, keyring, &list, &cnt));
 	if (ret < 0)
 		return ret;
 	*out_alloc = list;
