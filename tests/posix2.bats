@@ -116,3 +116,31 @@ teardown() { keyfs_unmount; }
 	ls_has "$MNT/session" ring
 	exec 7>&-
 }
+
+# A key removed while a file of it is open for writing takes the data
+# nowhere, as an unlinked file does: the close says ENOENT, as for a
+# pending entry someone else removed (on the kernel backend the kernel
+# may still let the update through before it collects the key: then the
+# close succeeds), and no key comes back under the name.
+@test "a key removed while open for writing: the close says ENOENT or succeeds, and the name stays gone" {
+	echo -n old >"$MNT/session/k"
+	run "$KEYFS_PY" - "$MNT/session/k" <<'PY'
+import os, sys
+p = sys.argv[1]
+fd = os.open(p, os.O_WRONLY | os.O_TRUNC)
+os.write(fd, b"new")
+os.unlink(p)
+try:
+	os.close(fd)
+	print("OK")
+except OSError as e:
+	print(os.strerror(e.errno))
+PY
+	if [[ $KEYFS_BACKEND == memory ]]; then
+		assert_output "No such file or directory"
+	else
+		assert_output --regexp '^(OK|No such file or directory)$'
+	fi
+	run kerrno stat "$MNT/session/k"
+	assert_output ENOENT
+}

@@ -150,14 +150,9 @@ void fs_key_changing(struct keyfs_ctx *ctx, kserial_t serial)
  */
 int stale_if_gone(struct keyfs_ctx *ctx, const struct tnode *tn, int err)
 {
-	struct key_info ki;
-
 	if (!tn || tn->kind != T_KEY || tn->ino == INO_ROOT)
 		return err;
-	if (err == -ENOENT)
-		return -ESTALE;
-	if (err == -ENOKEY &&
-	    ctx_describe(ctx, &ctx->mounter, tn->serial, 0, &ki) == -ENOKEY)
+	if (err == -ENOENT || (err == -ENOKEY && tree_key_gone(ctx, tn->serial)))
 		return -ESTALE;
 	return err;
 }

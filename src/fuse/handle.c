@@ -330,6 +330,9 @@ int handle_commit(struct keyfs_ctx *ctx, struct handle *h)
 		ret = pending_instantiate(ctx, h->node, h->buf, h->len, &h->serial);
 	} else {
 		ret = handle_update_payload(ctx, c, h->serial, h->buf, h->len);
+		/* removed meanwhile: as a pending entry someone else removed */
+		if (ret == -ENOKEY && tree_key_gone(ctx, h->serial))
+			ret = -ENOENT;
 	}
 	if (ret == 0)
 		h->dirty = false;

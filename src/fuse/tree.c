@@ -317,6 +317,18 @@ static int lookup_search(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 	return ret;
 }
 
+bool tree_key_gone(struct keyfs_ctx *ctx, kserial_t serial)
+{
+	struct key_info *ki = malloc(sizeof(*ki));
+	bool gone;
+
+	if (!ki)
+		return false;
+	gone = ctx_describe(ctx, &ctx->mounter, serial, 0, ki) == -ENOKEY;
+	free(ki);
+	return gone;
+}
+
 int tree_key_is_keyring(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 			kserial_t serial)
 {

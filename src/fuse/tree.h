@@ -46,6 +46,9 @@ void tree_set_key(const struct keyfs_ctx *ctx, struct tnode *out,
 		  kserial_t serial);
 const char *tree_root_dir(const struct keyfs_ctx *ctx, size_t i,
 			  kserial_t *serial);
+/* Whether no key has this serial any more, as keyfs (the mounter) sees
+ * it: a negative or an invalidated key still describes. */
+bool tree_key_gone(struct keyfs_ctx *ctx, kserial_t serial);
 int tree_key_is_keyring(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 			kserial_t serial);
 
