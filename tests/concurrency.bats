@@ -198,3 +198,89 @@ for i in range(n):
 	assert_output "$(printf 'w%d_0\nw%d_2\n' 1 1 2 2 3 3 4 4)"
 	assert_equal "$(cat "$MNT/session/w/w3_2")" v298
 }
+
+# mix_worker DIR SECONDS SEED MNT: every kind of call on twenty names in
+# DIR and in keyrings below it, at random, from several processes at once:
+# files, keyrings, renames across keyrings, hard links, the perm
+# attribute and the control files.  Races between the processes make
+# some calls fail; an errno outside the set below (EIO, ENOTCONN from a
+# daemon gone, EBADF, ...) fails the worker.
+MIX_PY='
+import errno, os, random, sys, time
+d, secs, mnt = sys.argv[1], float(sys.argv[2]), sys.argv[4]
+random.seed(int(sys.argv[3]))
+expected = {errno.ENOENT, errno.EEXIST, errno.ENOTEMPTY, errno.EINVAL,
+	    errno.EKEYREVOKED, errno.EKEYEXPIRED, errno.ENOKEY, errno.ENOTDIR,
+	    errno.EISDIR, errno.EXDEV, errno.ESTALE, errno.EACCES, errno.EPERM,
+	    errno.EOPNOTSUPP}
+subs = ["", "/s1", "/s2", "/s1/t"]
+rel = lambda p: os.path.relpath(p, mnt)
+def ctl(f, line):
+	with open(os.path.join(mnt, ".keyfs", f), "w") as c:
+		c.write(line + "\n")
+end = time.time() + secs
+calls = 0
+while time.time() < end:
+	calls += 1
+	sub = random.choice(subs)
+	name = "%s%s/k%d" % (d, sub, random.randrange(20))
+	other = "%s%s/k%d" % (d, random.choice(subs), random.randrange(20))
+	ring = d + random.choice(["", "/s1"]) + "/" + random.choice(["s1", "s2", "t"])
+	op = random.randrange(16)
+	try:
+		if op == 0:
+			with open(name, "w") as f:
+				f.write("v%d" % calls)
+		elif op == 1:
+			with open(name) as f:
+				f.read()
+		elif op == 2:
+			os.unlink(name)
+		elif op == 3:
+			os.listdir(d + sub)
+		elif op == 4:
+			os.stat(name)
+		elif op == 5:
+			os.rename(name, other)
+		elif op == 6:
+			os.mkdir(ring)
+		elif op == 7:
+			os.rmdir(ring)
+		elif op == 8:
+			ctl("revoke", rel(name))
+		elif op == 9:
+			ctl("link", "%s %s" % (rel(name), rel(d + random.choice(subs[:3]))))
+		elif op == 10:
+			ctl("unlink", "%s %s" % (rel(name), rel(d + sub)))
+		elif op == 11:
+			ctl("timeout", "%s %d" % (rel(name), random.choice([0, 1, 100])))
+		elif op == 12:
+			os.setxattr(name, "user.keyfs.perm", b"0x3f3f0000")
+		elif op == 13:
+			os.link(name, other)
+		elif op == 14:
+			for root, dirs, files in os.walk(d):
+				for f in files:
+					os.lstat(os.path.join(root, f))
+		else:
+			ctl("invalidate", rel(name))
+	except OSError as e:
+		if e.errno not in expected:
+			sys.exit("call %d (op %d on %s): %s" % (calls, op, name, os.strerror(e.errno)))
+'
+
+@test "every kind of call from four processes at once in one keyring: only the errors races give" {
+	keyfs_mount
+	mkdir "$MNT/session/mix"
+	local pids=() i rc=0
+	for i in 1 2 3 4; do
+		timeout 60 "$KEYFS_PY" -c "$MIX_PY" "$MNT/session/mix" 4 "$i" "$MNT" &
+		pids+=($!)
+	done
+	for i in "${pids[@]}"; do
+		wait "$i" || rc=$?
+	done
+	((rc == 0)) || fail "a worker failed (status $rc)"
+	run ls -R "$MNT/session/mix"
+	assert_success
+}
