@@ -18,13 +18,10 @@ void fs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	const struct keyfs_cred *c = req_cred(req, &rc);
 	struct handle *h = handle_new(H_DIR, ino);
 	int ret = h ? tree_readdir(ctx, c, ino, &h->ents, &h->nents) : -ENOMEM;
-	struct tnode tn;
 
 	if (ret < 0) {
 		handle_free(h);
-		if (tree_node(ctx, ino, &tn) == 0)
-			ret = stale_if_gone(ctx, &tn, ret);
-		fuse_reply_err(req, -ret);
+		fuse_reply_err(req, -stale_if_gone(ctx, ino, ret));
 		return;
 	}
 	/* The listing keeps inode numbers, never nodes: a node may be removed
@@ -177,7 +174,6 @@ void fs_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 	struct req_cred rc;
 	struct tnode tn;
 	int ret = tree_node(ctx, ino, &tn);
-	bool found = ret == 0;
 
 	/* perm changes the mode the kernel has cached */
 	if (ret == 0)
@@ -186,7 +182,7 @@ void fs_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 		ret = xattr_set(ctx, req_cred(req, &rc), &tn, name, value, size, flags);
 	if (ret == 0)
 		fs_forget_wait(ctx);
-	fuse_reply_err(req, ret < 0 ? -stale_if_gone(ctx, found ? &tn : NULL, ret) : 0);
+	fuse_reply_err(req, ret < 0 ? -stale_if_gone(ctx, ino, ret) : 0);
 }
 
 /* getxattr (name) and listxattr (name NULL): a size probe, or the value
@@ -199,14 +195,13 @@ static void reply_xattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 	char *buf = size ? malloc(size) : NULL;
 	struct tnode tn;
 	int ret = size && !buf ? -ENOMEM : tree_node(ctx, ino, &tn);
-	bool found = ret == 0;
 
 	if (ret == 0 && name)
 		ret = xattr_get(ctx, req_cred(req, &rc), &tn, name, buf, size);
 	else if (ret == 0)
 		ret = xattr_list(ctx, req_cred(req, &rc), &tn, buf, size);
 	if (ret < 0)
-		fuse_reply_err(req, -stale_if_gone(ctx, found ? &tn : NULL, ret));
+		fuse_reply_err(req, -stale_if_gone(ctx, ino, ret));
 	else if (size == 0)
 		fuse_reply_xattr(req, (size_t)ret);
 	else
@@ -231,11 +226,10 @@ void fs_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 	struct req_cred rc;
 	struct tnode tn;
 	int ret = tree_node(ctx, ino, &tn);
-	bool found = ret == 0;
 
 	if (ret == 0)
 		ret = xattr_remove(ctx, req_cred(req, &rc), &tn, name);
-	fuse_reply_err(req, ret < 0 ? -stale_if_gone(ctx, found ? &tn : NULL, ret) : 0);
+	fuse_reply_err(req, ret < 0 ? -stale_if_gone(ctx, ino, ret) : 0);
 }
 
 /* access(2) answered with the kernel's key rules, so "test -r" tells the
@@ -270,7 +264,7 @@ void fs_access(fuse_req_t req, fuse_ino_t ino, int mask)
 	int ret = tree_node(ctx, ino, &tn);
 
 	if (ret == 0 && (tn.kind == T_KEY || tn.kind == T_PENDING)) {
-		ret = stale_if_gone(ctx, &tn, access_key(ctx, c, &tn, mask));
+		ret = stale_if_gone(ctx, ino, access_key(ctx, c, &tn, mask));
 	} else if (ret == 0 && mask != F_OK) {
 		/* keyfs's own nodes: what their mode says, for everyone. */
 		attr_get(ctx, c, &tn, &st);

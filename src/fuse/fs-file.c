@@ -21,7 +21,6 @@ void fs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	const struct keyfs_cred *c = req_cred(req, &rc);
 	struct tnode tn;
 	int ret = tree_node(ctx, ino, &tn);
-	bool found = ret == 0;
 	double timeout = 0;
 	struct handle *h;
 	struct stat st;
@@ -44,7 +43,7 @@ void fs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		ret = 0;
 	}
 	if (ret < 0)
-		fuse_reply_err(req, -stale_if_gone(ctx, found ? &tn : NULL, ret));
+		fuse_reply_err(req, -stale_if_gone(ctx, ino, ret));
 	else
 		fuse_reply_attr(req, &st, timeout);
 }
@@ -114,8 +113,7 @@ void fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 	struct stat st, before;
 	struct tnode tn;
 	int ret = tree_node(ctx, ino, &tn);
-	bool found = ret == 0;
-	bool known = found && attr_get(ctx, c, &tn, &before) == 0;
+	bool known = ret == 0 && attr_get(ctx, c, &tn, &before) == 0;
 	bool guessed = false;
 	double timeout;
 
@@ -138,7 +136,7 @@ void fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 		       FUSE_SET_ATTR_ATIME_NOW | FUSE_SET_ATTR_MTIME_NOW)))
 		ret = pending_set_times(ctx, c, tn.node);
 	if (ret < 0) {
-		fuse_reply_err(req, -stale_if_gone(ctx, found ? &tn : NULL, ret));
+		fuse_reply_err(req, -stale_if_gone(ctx, ino, ret));
 		return;
 	}
 	ret = attr_get(ctx, c, &tn, &st);
@@ -236,7 +234,7 @@ void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	}
 	if (ret < 0) {
 		open_failed(ctx, &tn, ret);
-		fuse_reply_err(req, -stale_if_gone(ctx, &tn, ret));
+		fuse_reply_err(req, -stale_if_gone(ctx, ino, ret));
 		return;
 	}
 	fi->fh = (uintptr_t)h;

@@ -37,10 +37,9 @@ bool names_cacheable(struct keyfs_ctx *ctx, fuse_ino_t parent);
 void entry_in(struct keyfs_ctx *ctx, fuse_ino_t parent,
 	      struct fuse_entry_param *e);
 
-/* fs-reply.c: err, or -ESTALE where the key behind inode tn is gone or no
- * keyring keyfs knows links it any more (see there).  tn may be NULL (no
- * node was found): err as it is. */
-int stale_if_gone(struct keyfs_ctx *ctx, const struct tnode *tn, int err);
+/* fs-reply.c: err, or -ESTALE where the key behind inode ino is gone or
+ * no keyring keyfs knows links it any more (see there). */
+int stale_if_gone(struct keyfs_ctx *ctx, fuse_ino_t ino, int err);
 
 /* fs-reply.c: the keyring a directory inode is (-EPERM for keyfs's own
  * directories); an entry of one for removal or renaming; whether tn is a

@@ -148,11 +148,14 @@ void fs_key_changing(struct keyfs_ctx *ctx, kserial_t serial)
  * or an invalidated key still describes, and its ENOKEY stands).  The
  * mount's root is never stale: there is no name to look up again.
  */
-int stale_if_gone(struct keyfs_ctx *ctx, const struct tnode *tn, int err)
+int stale_if_gone(struct keyfs_ctx *ctx, fuse_ino_t ino, int err)
 {
-	if (!tn || tn->kind != T_KEY || tn->ino == INO_ROOT)
+	struct tnode tn;
+
+	if ((err != -ENOENT && err != -ENOKEY) || ino == INO_ROOT ||
+	    tree_node(ctx, ino, &tn) < 0 || tn.kind != T_KEY)
 		return err;
-	if (err == -ENOENT || (err == -ENOKEY && tree_key_gone(ctx, tn->serial)))
+	if (err == -ENOENT || tree_key_gone(ctx, tn.serial))
 		return -ESTALE;
 	return err;
 }
