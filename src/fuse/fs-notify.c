@@ -202,12 +202,18 @@ static void deadline(struct timespec *until, long ms)
 	}
 }
 
+/* Something queued is not sent yet; nt->lock held. */
+static bool unsent(const struct notifier *nt)
+{
+	return (nt->head || nt->busy) && !nt->stop;
+}
+
 static bool sent_all(struct notifier *nt)
 {
 	bool idle;
 
 	pthread_mutex_lock(&nt->lock);
-	idle = (!nt->head && !nt->busy) || nt->stop;
+	idle = !unsent(nt);
 	pthread_mutex_unlock(&nt->lock);
 	return idle;
 }
@@ -240,7 +246,7 @@ void fs_forget_wait(struct keyfs_ctx *ctx)
 	deadline(&until, 250);
 	fs_lock_wait_outside(ctx);
 	pthread_mutex_lock(&nt->lock);
-	while ((nt->head || nt->busy) && !nt->stop)
+	while (unsent(nt))
 		if (pthread_cond_timedwait(&nt->idle, &nt->lock, &until) != 0)
 			break;
 	pthread_mutex_unlock(&nt->lock);
