@@ -276,45 +276,32 @@ collected()
 	assert_equal "$(keyctl pipe "$(keyctl search @s user m)")" new
 }
 
-# Still alive but unpossessed (kept by a process of its own, as
-# fidelity3.bats's hold does): the kernel lets keyfs read it no more, and
-# no keyring keyfs knows links it: the same, before any collection.
+# Still alive but unpossessed (kept by a process of its own: hold, in
+# lib/keyfs.bash): the kernel lets keyfs read it no more, and no keyring
+# keyfs knows links it: the same, before any collection.
 @test "kernel: a key unlinked with keyctl but alive elsewhere opens as its replacement at once" {
 	keyfs_mount -o entry_timeout=30,attr_timeout=30
-	local s f=$BATS_TEST_TMPDIR/held pid i
+	local s
 	s=$(keyctl add user k one @s)
 	keyctl setperm "$s" 0x3f110000	# the holder links it as the key's user
 	assert_equal "$(cat "$MNT/session/k")" one
-	keyctl session - sh -c "keyctl link $s @s && touch $f && exec sleep 30" \
-		>/dev/null 2>&1 3>&- &
-	pid=$!
-	for ((i = 0; i < 50; i++)); do
-		[[ -e $f ]] && break
-		sleep 0.1
-	done
+	hold "$s"
 	keyctl unlink "$s" @s >/dev/null
 	keyctl add user k two @s >/dev/null
 	run cat "$MNT/session/k"
-	kill "$pid"
-	wait "$pid" 2>/dev/null || true
+	unhold
 	assert_output two
 }
 
 @test "kernel: chmod, chown and setfattr through the cached name of a key unlinked with keyctl but alive elsewhere: ENOENT" {
 	keyfs_mount -o entry_timeout=30,attr_timeout=30
-	local a m o f=$BATS_TEST_TMPDIR/held pid i
+	local a m o i
 	a=$(keyctl add user a one @s)
 	m=$(keyctl add user m one @s)
 	o=$(keyctl add user o one @s)
 	for i in "$a" "$m" "$o"; do keyctl setperm "$i" 0x3f110000; done
 	stat "$MNT/session/a" "$MNT/session/m" "$MNT/session/o" >/dev/null
-	keyctl session - sh -c "keyctl link $a @s && keyctl link $m @s && keyctl link $o @s && touch $f && exec sleep 30" \
-		>/dev/null 2>&1 3>&- &
-	pid=$!
-	for ((i = 0; i < 50; i++)); do
-		[[ -e $f ]] && break
-		sleep 0.1
-	done
+	hold "$a" "$m" "$o"
 	keyctl unlink "$a" @s >/dev/null
 	keyctl unlink "$m" @s >/dev/null
 	keyctl unlink "$o" @s >/dev/null
@@ -323,8 +310,7 @@ collected()
 	run kerrno setxattr "$MNT/session/m" user.keyfs.perm 0x3f3f0000
 	assert_output ENOENT
 	run kerrno chown "$MNT/session/o" 0 0
-	kill "$pid"
-	wait "$pid" 2>/dev/null || true
+	unhold
 	assert_output ENOENT
 	# the kernel refused keyfs each change: the keys are as they were
 	assert_equal "$(keyctl rdescribe "$a" | cut -d';' -f4)" 3f110000

@@ -108,11 +108,28 @@ ran_between() { comm -13 <(sort <<<"$1") <(sort <<<"$2") | wc -l; }
 	[[ -e $BATS_TEST_TMPDIR/cat.done ]] || fail "the cat never finished"
 }
 
+# in_parallel N SECS SCRIPT ARG...: N copies of the Python SCRIPT at once,
+# copy I run as SCRIPT I ARG..., each under a limit of SECS; fails the
+# test unless every copy exits 0.
+in_parallel()
+{
+	local n=$1 secs=$2 script=$3 i pids=() rc=0
+	shift 3
+	for ((i = 1; i <= n; i++)); do
+		timeout "$secs" "$KEYFS_PY" -c "$script" "$i" "$@" &
+		pids+=($!)
+	done
+	for i in "${pids[@]}"; do
+		wait "$i" || rc=$?
+	done
+	((rc == 0)) || fail "a worker failed or took over $secs s (status $rc)"
+}
+
 # load_worker N: writes, rewrites, reads back and removes its own keys,
 # and reads the shared ones; any error or wrong payload fails it.
 LOAD_PY='
 import os, sys
-mnt, n = sys.argv[1], int(sys.argv[2])
+n, mnt = int(sys.argv[1]), sys.argv[2]
 d = os.path.join(mnt, "session", "w%d" % n)
 os.mkdir(d)
 for i in range(40):
@@ -146,15 +163,7 @@ os.rmdir(d)
 @test "several readers and writers at once: no errors, every payload right" {
 	keyfs_mount
 	echo -n shared >"$MNT/session/shared"
-	local pids=() i rc=0
-	for i in 1 2 3 4 5 6; do
-		timeout 120 "$KEYFS_PY" -c "$LOAD_PY" "$MNT" "$i" &
-		pids+=($!)
-	done
-	for i in "${pids[@]}"; do
-		wait "$i" || rc=$?
-	done
-	((rc == 0)) || fail "a worker failed (status $rc)"
+	in_parallel 6 120 "$LOAD_PY" "$MNT"
 	assert_equal "$(cat "$MNT/session/shared")" shared
 	run ls "$MNT/session"
 	assert_line shared
@@ -165,7 +174,7 @@ os.rmdir(d)
 # own, and remove it every other pass.
 WRITER_PY='
 import os, sys
-d, me, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+me, d, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
 for i in range(n):
 	p = os.path.join(d, "w%s_%d" % (me, i % 4))
 	fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -185,21 +194,13 @@ for i in range(n):
 @test "four writers in one keyring do not stall one another" {
 	keyfs_mount
 	mkdir "$MNT/session/w"
-	local pids=() i rc=0
-	for i in 1 2 3 4; do
-		timeout 60 "$KEYFS_PY" -c "$WRITER_PY" "$MNT/session/w" "$i" 300 &
-		pids+=($!)
-	done
-	for i in "${pids[@]}"; do
-		wait "$i" || rc=$?
-	done
-	((rc == 0)) || fail "a writer failed or took over 60 s (status $rc)"
+	in_parallel 4 60 "$WRITER_PY" "$MNT/session/w" 300
 	run ls "$MNT/session/w"
 	assert_output "$(printf 'w%d_0\nw%d_2\n' 1 1 2 2 3 3 4 4)"
 	assert_equal "$(cat "$MNT/session/w/w3_2")" v298
 }
 
-# mix_worker DIR SECONDS SEED MNT: every kind of call on twenty names in
+# mix_worker SEED DIR SECONDS MNT: every kind of call on twenty names in
 # DIR and in keyrings below it, at random, from several processes at once:
 # files, keyrings, renames across keyrings, hard links, the perm
 # attribute and the control files.  Races between the processes make
@@ -207,8 +208,8 @@ for i in range(n):
 # daemon gone, EBADF, ...) fails the worker.
 MIX_PY='
 import errno, os, random, sys, time
-d, secs, mnt = sys.argv[1], float(sys.argv[2]), sys.argv[4]
-random.seed(int(sys.argv[3]))
+random.seed(int(sys.argv[1]))
+d, secs, mnt = sys.argv[2], float(sys.argv[3]), sys.argv[4]
 expected = {errno.ENOENT, errno.EEXIST, errno.ENOTEMPTY, errno.EINVAL,
 	    errno.EKEYREVOKED, errno.EKEYEXPIRED, errno.ENOKEY, errno.ENOTDIR,
 	    errno.EISDIR, errno.EXDEV, errno.ESTALE, errno.EACCES, errno.EPERM,
@@ -272,15 +273,7 @@ while time.time() < end:
 @test "every kind of call from four processes at once in one keyring: only the errors races give" {
 	keyfs_mount
 	mkdir "$MNT/session/mix"
-	local pids=() i rc=0
-	for i in 1 2 3 4; do
-		timeout 60 "$KEYFS_PY" -c "$MIX_PY" "$MNT/session/mix" 4 "$i" "$MNT" &
-		pids+=($!)
-	done
-	for i in "${pids[@]}"; do
-		wait "$i" || rc=$?
-	done
-	((rc == 0)) || fail "a worker failed (status $rc)"
+	in_parallel 4 60 "$MIX_PY" "$MNT/session/mix" 4 "$MNT"
 	run ls -R "$MNT/session/mix"
 	assert_success
 }

@@ -15,23 +15,6 @@ setup()
 
 teardown() { keyfs_unmount; }
 
-# hold KEY: link KEY into the session keyring of a process of its own, so
-# that it outlives its last link keyfs can see without being possessed by
-# keyfs (the kernel's garbage collector would take it at once, and a
-# collected key is ENOKEY, as an invalidated one); sets HOLDER.
-hold()
-{
-	local f=$BATS_TEST_TMPDIR/held i
-	keyctl session - sh -c "keyctl link $1 @s && touch $f && exec sleep 30" \
-		>/dev/null 2>&1 3>&- &
-	HOLDER=$!
-	for ((i = 0; i < 50; i++)); do
-		[[ -e $f ]] && return 0
-		sleep 0.1
-	done
-	return 1
-}
-
 @test "16 extra: a key unlinked behind keyfs's back but alive elsewhere reads as ENOENT" {
 	skip_unless_kernel
 	echo v >"$MNT/session/k"
@@ -46,8 +29,7 @@ hold()
 	run keyctl read "$s"
 	assert_failure
 	run kerrno read "$MNT/session/k"
-	kill "$HOLDER"
-	wait "$HOLDER" 2>/dev/null || true
+	unhold
 	assert_output ENOENT
 }
 

@@ -439,6 +439,32 @@ except OSError as e:
 	print(NAMES.get(e.errno, errno.errorcode.get(e.errno, str(e.errno))))
 '
 
+# hold KEY...: link each KEY into the session keyring of a process of its
+# own, so that it outlives its last link keyfs can see without being
+# possessed by keyfs (the kernel's garbage collector would take it at once,
+# and a collected key is ENOKEY, as an invalidated one); sets HOLDER.
+# The holder links as the key's user or possessor: give the user link.
+hold()
+{
+	local f=$BATS_TEST_TMPDIR/held links="" k i
+	for k in "$@"; do links+="keyctl link $k @s && "; done
+	keyctl session - sh -c "$links touch $f && exec sleep 30" \
+		>/dev/null 2>&1 3>&- &
+	HOLDER=$!
+	for ((i = 0; i < 50; i++)); do
+		[[ -e $f ]] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+# unhold: end hold's process, and the keys' last link with it.
+unhold()
+{
+	kill "$HOLDER"
+	wait "$HOLDER" 2>/dev/null || true
+}
+
 kerrno()
 {
 	"$KEYFS_PY" -c "$KEYFS_ERRNO_PY" "$@"
