@@ -92,6 +92,8 @@ static void do_readdir(fuse_req_t req, size_t size, off_t off,
 		if (plus) {
 			struct fuse_entry_param e;
 
+			if (!dot)
+				place_entry(ctx, h->ino, &tn, &d->st);
 			fill_entry(ctx, &tn, &d->st, &e);
 			if (!cache)
 				e.entry_timeout = 0;

@@ -85,6 +85,7 @@ void fs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		fuse_reply_err(req, -ret);
 		return;
 	}
+	place_entry(ctx, parent, &tn, &st);
 	fill_entry(ctx, &tn, &st, &e);
 	entry_in(ctx, parent, &e);
 	if (hidden)
@@ -250,6 +251,8 @@ void fs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
 		fuse_reply_err(req, -ret);
 		return;
 	}
+	if (fs_name_changed_elsewhere(ctx, parent, name))
+		fs_forget_wait(ctx);
 	tree_node(ctx, tree_ino(ctx, serial), &tn);
 	reply_entry(req, ctx, c, parent, &tn);
 }
@@ -273,6 +276,8 @@ void fs_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 		if (ret == 0)
 			pagecache_changed(ctx, tn.ino);
 	}
+	if (ret == 0 && fs_name_changed_elsewhere(ctx, parent, name))
+		fs_forget_wait(ctx);
 	fuse_reply_err(req, ret < 0 ? -ret : 0);
 }
 
@@ -326,6 +331,8 @@ void fs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 		ret = -ENOTEMPTY;
 	if (ret == 0)
 		ret = BACKEND_CALL(ctx, unlink, c, tn.serial, keyring);
+	if (ret == 0 && fs_name_changed_elsewhere(ctx, parent, name))
+		fs_forget_wait(ctx);
 	fuse_reply_err(req, ret < 0 ? -ret : 0);
 }
 
@@ -399,6 +406,8 @@ void fs_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 		fuse_reply_err(req, -ret);
 		return;
 	}
+	/* Queued only: the reply needs tn's node, which a wait could see go. */
+	fs_name_changed_elsewhere(ctx, parent, name);
 	fill_entry(ctx, &tn, &st, &e);
 	entry_in(ctx, parent, &e);
 	fi->fh = (uintptr_t)h;
@@ -431,8 +440,10 @@ void fs_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
 	if (ret == 0)
 		ret = create_pending(ctx, c, keyring, name, O_WRONLY | O_CREAT | O_EXCL,
 				     mode, &tn);
-	if (ret < 0)
+	if (ret < 0) {
 		fuse_reply_err(req, -ret);
-	else
-		reply_entry(req, ctx, c, parent, &tn);
+		return;
+	}
+	fs_name_changed_elsewhere(ctx, parent, name);	/* as fs_create */
+	reply_entry(req, ctx, c, parent, &tn);
 }

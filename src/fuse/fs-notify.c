@@ -9,6 +9,7 @@
 #include <fuse_lowlevel.h>
 
 #include "fs.h"
+#include "tree.h"
 
 /*
  * Invalidating a name takes the directory's lock in the kernel.  A request
@@ -168,14 +169,73 @@ static uint64_t enqueue(struct keyfs_ctx *ctx, uint64_t ino,
 	return seq;
 }
 
+struct place_item {
+	struct keyfs_ctx *ctx;
+	uint64_t skip;
+	enum notify_what what;
+	const char *name;
+	unsigned queued;
+};
+
+static void queue_in_place(uint64_t ino, void *arg)
+{
+	struct place_item *pi = arg;
+
+	if (ino != pi->skip && enqueue(pi->ctx, ino, pi->what, pi->name))
+		pi->queued++;
+}
+
+/* Queue what (about name) for every directory inode keyring serial is in
+ * the kernel's places (node_place) but skip; how many were. */
+static unsigned queue_in_places(struct keyfs_ctx *ctx, kserial_t serial,
+				uint64_t skip, enum notify_what what,
+				const char *name)
+{
+	struct place_item pi = { ctx, skip, what, name, 0 };
+
+	node_for_each_place(ctx->nodes, serial, queue_in_place, &pi);
+	return pi.queued;
+}
+
+/* The keyring directory inode dir stands for; 0 for any other inode. */
+static kserial_t keyring_of(struct keyfs_ctx *ctx, uint64_t dir)
+{
+	struct tnode tn;
+
+	return tree_node(ctx, dir, &tn) == 0 && tn.kind == T_KEY ? tn.serial : 0;
+}
+
 void fs_forget_name(struct keyfs_ctx *ctx, uint64_t parent, const char *name)
 {
+	kserial_t keyring = keyring_of(ctx, parent);
+
 	enqueue(ctx, parent, N_NAME, name);
+	if (keyring)
+		queue_in_places(ctx, keyring, parent, N_NAME, name);
+}
+
+bool fs_name_changed_elsewhere(struct keyfs_ctx *ctx, uint64_t parent,
+			       const char *name)
+{
+	kserial_t keyring = ctx->notifier ? keyring_of(ctx, parent) : 0;
+
+	if (!keyring || !queue_in_places(ctx, keyring, parent, N_NAME, name))
+		return false;
+	queue_in_places(ctx, keyring, parent, N_ATTRS, "");
+	return true;
 }
 
 void fs_forget_attrs(struct keyfs_ctx *ctx, uint64_t ino)
 {
 	enqueue(ctx, ino, N_ATTRS, "");
+}
+
+void fs_forget_key_attrs(struct keyfs_ctx *ctx, kserial_t serial)
+{
+	uint64_t own = tree_ino(ctx, serial);
+
+	enqueue(ctx, own, N_ATTRS, "");
+	queue_in_places(ctx, serial, own, N_ATTRS, "");
 }
 
 uint64_t fs_forget_pages(struct keyfs_ctx *ctx, uint64_t ino)

@@ -23,6 +23,11 @@ double attr_for_kernel(struct keyfs_ctx *ctx, const struct tnode *tn,
 		       struct stat *st);
 void fill_entry(struct keyfs_ctx *ctx, const struct tnode *tn,
 		const struct stat *st, struct fuse_entry_param *e);
+/* tn, found as name in directory parent with attributes st, made the
+ * inode the kernel is to know it by there: a keyring is a directory inode
+ * of its own in each directory (node_place). */
+void place_entry(struct keyfs_ctx *ctx, fuse_ino_t parent, struct tnode *tn,
+		 const struct stat *st);
 /* The kernel now holds one more reference to tn's inode. */
 void took_ref(struct keyfs_ctx *ctx, const struct tnode *tn);
 /* Reply with tn's entry, a name in directory parent (or the error its

@@ -200,6 +200,20 @@ out:
 	return ret;
 }
 
+/* The kernel moves its entry along with a rename: a keyring's place
+ * moves with it (node_place), and the other places of both keyrings
+ * forget both names.  Queued only: a wait would meet the rename's own
+ * locks where both directories are places of one keyring. */
+static void renamed_elsewhere(struct keyfs_ctx *ctx, const struct tnode *tn,
+			      fuse_ino_t parent, const char *name,
+			      fuse_ino_t newparent, const char *newname)
+{
+	if (tn->kind == T_KEY && parent != newparent)
+		node_place_moved(ctx->nodes, tn->serial, parent, newparent);
+	fs_name_changed_elsewhere(ctx, parent, name);
+	fs_name_changed_elsewhere(ctx, newparent, newname);
+}
+
 void fs_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 	       fuse_ino_t newparent, const char *newname, unsigned flags)
 {
@@ -241,6 +255,8 @@ void fs_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 	}
 	if (ret == 0 && tn.kind == T_PENDING && !tn.serial)
 		pending_renamed(c, tn.node);
+	if (ret == 0)
+		renamed_elsewhere(ctx, &tn, parent, name, newparent, newname);
 	fuse_reply_err(req, ret < 0 ? -ret : 0);
 }
 
@@ -262,8 +278,11 @@ void fs_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
 		ret = check_own_name(ctx, c, &tn, newname, -EINVAL);
 	if (ret == 0)
 		ret = BACKEND_CALL(ctx, link, c, tn.serial, keyring);
-	if (ret < 0)
+	if (ret < 0) {
 		fuse_reply_err(req, -ret);
-	else
-		reply_entry(req, ctx, c, newparent, &tn);
+		return;
+	}
+	if (fs_name_changed_elsewhere(ctx, newparent, newname))
+		fs_forget_wait(ctx);
+	reply_entry(req, ctx, c, newparent, &tn);
 }

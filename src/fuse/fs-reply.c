@@ -63,6 +63,14 @@ void fill_entry(struct keyfs_ctx *ctx, const struct tnode *tn,
 	e->entry_timeout = volatile_node ? 0 : ctx->opts.entry_timeout;
 }
 
+void place_entry(struct keyfs_ctx *ctx, fuse_ino_t parent, struct tnode *tn,
+		 const struct stat *st)
+{
+	if (tn->kind == T_KEY && tn->serial && S_ISDIR(st->st_mode) &&
+	    tn->ino == tree_ino(ctx, tn->serial))
+		tn->ino = node_place(ctx->nodes, tn->serial, tn->ino, parent);
+}
+
 /* The kernel now holds one more reference to this inode. */
 void took_ref(struct keyfs_ctx *ctx, const struct tnode *tn)
 {
@@ -101,6 +109,7 @@ void reply_entry(fuse_req_t req, struct keyfs_ctx *ctx,
 		 const struct tnode *tn)
 {
 	struct fuse_entry_param e;
+	struct tnode placed = *tn;
 	struct stat st;
 	int ret = attr_get(ctx, c, tn, &st);
 
@@ -108,10 +117,11 @@ void reply_entry(fuse_req_t req, struct keyfs_ctx *ctx,
 		fuse_reply_err(req, -ret);
 		return;
 	}
-	fill_entry(ctx, tn, &st, &e);
+	place_entry(ctx, parent, &placed, &st);
+	fill_entry(ctx, &placed, &st, &e);
 	entry_in(ctx, parent, &e);
 	if (fuse_reply_entry(req, &e) == 0)
-		took_ref(ctx, tn);
+		took_ref(ctx, &placed);
 }
 
 /* Sent by the notifier (see fs-notify.c), and waited for briefly: the
@@ -130,7 +140,7 @@ void fs_key_changed(struct keyfs_ctx *ctx, kserial_t serial)
 void fs_key_changing(struct keyfs_ctx *ctx, kserial_t serial)
 {
 	if (ctx->se && serial)
-		fs_forget_attrs(ctx, tree_ino(ctx, serial));
+		fs_forget_key_attrs(ctx, serial);
 }
 
 /*

@@ -45,6 +45,15 @@ void fs_key_changing(struct keyfs_ctx *ctx, kserial_t serial);
 void fs_forget_name(struct keyfs_ctx *ctx, uint64_t parent, const char *name);
 /* The same for inode ino's attributes (mode, size, link count). */
 void fs_forget_attrs(struct keyfs_ctx *ctx, uint64_t ino);
+/* The same for a key's attributes in every inode it is (a keyring is one
+ * in each directory the kernel holds it in: node_place). */
+void fs_forget_key_attrs(struct keyfs_ctx *ctx, kserial_t serial);
+/* A request changed name in directory parent, which the kernel saw there:
+ * have it forget the name, and the directory's attributes, in the other
+ * places of the same keyring.  True when there were any (the caller may
+ * then fs_forget_wait). */
+bool fs_name_changed_elsewhere(struct keyfs_ctx *ctx, uint64_t parent,
+			       const char *name);
 /* The same for its attributes and every page of it the kernel cached;
  * returns the notification's number for fs_notify_sent (0: not queued). */
 uint64_t fs_forget_pages(struct keyfs_ctx *ctx, uint64_t ino);

@@ -132,7 +132,9 @@ static int dl_add_node(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 	return ret == -ENOMEM ? ret : 0;
 }
 
-static int dl_dots(struct dirlist *dl, uint64_t ino)
+/* "." and ".." of directory ino, numbered as stat numbers it (a keyring
+ * by its serial in every place, node_place). */
+static int dl_dots(struct dirlist *dl, uint64_t ino, uint64_t st_ino)
 {
 	struct dl_ent *d;
 
@@ -141,7 +143,7 @@ static int dl_dots(struct dirlist *dl, uint64_t ino)
 		if (!d)
 			return -ENOMEM;
 		d->tn.ino = ino;
-		d->st.st_ino = ino;
+		d->st.st_ino = st_ino;
 		d->st.st_mode = S_IFDIR;
 	}
 	return 0;
@@ -369,8 +371,6 @@ static int readdir_keyring(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 	drop_unnamed(dl, first);
 	node_for_each_pending(ctx->nodes, keyring, add_pending, &w);
 	ret = w.ret;
-	if (ret == 0 && keyring == ctx->root_key)
-		ret = dl_add_node(ctx, c, dl, ".keyfs", INO_CTLDIR);
 out:
 	free(cls);
 	free(ki);
@@ -387,7 +387,8 @@ int tree_readdir(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 
 	if (ret < 0)
 		return ret;
-	ret = dl_dots(&dl, ino);
+	ret = dl_dots(&dl, ino, tn.kind == T_KEY && ino != INO_ROOT ?
+			  ino_of_serial(tn.serial) : ino);
 	if (ret < 0)
 		goto fail;
 	switch (tn.kind) {
@@ -398,6 +399,9 @@ int tree_readdir(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 		ret = tree_key_is_keyring(ctx, c, tn.serial);
 		if (ret == 0)
 			ret = readdir_keyring(ctx, c, tn.serial, &dl);
+		/* root=: the mount root's, not the keyring's in other places */
+		if (ret == 0 && ino == INO_ROOT)
+			ret = dl_add_node(ctx, c, &dl, ".keyfs", INO_CTLDIR);
 		break;
 	case T_BYID:
 		ret = readdir_byid(ctx, c, &dl);

@@ -29,6 +29,14 @@ struct keyref {
  * sit half empty just past each doubling. */
 #define KEYREF_FULL_EIGHTHS 6
 
+/* A NODE_PLACE node (node_place): where the kernel holds a keyring's
+ * directory inode.  Freed as a node (n comes first). */
+struct place {
+	struct node n;		/* n.serial: the keyring */
+	uint64_t parent;	/* the directory the kernel holds it in */
+	struct place *snext;	/* the next place in its serial's chain */
+};
+
 struct node_table {
 	struct node **bucket;
 	size_t nbucket, nnode;
@@ -38,6 +46,10 @@ struct node_table {
 	 * and searches; unordered. */
 	struct node **others;
 	size_t nothers, othcap;
+	/* The places, chained by their keyring's serial: an `ls -l` of
+	 * by-id may make one for every keyring. */
+	struct place **place;
+	size_t nplace_slot, nplace;
 	/* The pending nodes that may still be live (linked through their
 	 * pending_key), so that looking a name up does not walk every node:
 	 * an instantiated entry stays in the table as long as the kernel
@@ -76,13 +88,15 @@ struct node_table *node_table_new(void)
 		return NULL;
 	t->bucket = calloc(TABLE_MIN_SLOTS, sizeof(*t->bucket));
 	t->keyref = calloc(TABLE_MIN_SLOTS, sizeof(*t->keyref));
-	if (!t->bucket || !t->keyref) {
+	t->place = calloc(TABLE_MIN_SLOTS, sizeof(*t->place));
+	if (!t->bucket || !t->keyref || !t->place) {
 		free(t->bucket);
 		free(t->keyref);
+		free(t->place);
 		free(t);
 		return NULL;
 	}
-	t->nbucket = t->nkeyref_slot = TABLE_MIN_SLOTS;
+	t->nbucket = t->nkeyref_slot = t->nplace_slot = TABLE_MIN_SLOTS;
 	t->next_ino = INO_DYN_FIRST;
 	return t;
 }
@@ -155,6 +169,7 @@ void node_table_free(struct node_table *t)
 	free(t->bucket);
 	free(t->keyref);
 	free(t->others);
+	free(t->place);
 	free(t);
 }
 
@@ -168,12 +183,46 @@ struct node *node_get(struct node_table *t, uint64_t ino)
 	return NULL;
 }
 
-/* Into the table, and into the pending list or the others; -ENOMEM. */
+/* Double the place index when it holds as many places as slots; out of
+ * memory it stays as it is. */
+static void places_grow(struct node_table *t)
+{
+	size_t n = t->nplace_slot * 2;
+	struct place **v, *p, *next;
+
+	if (t->nplace < t->nplace_slot || !(v = calloc(n, sizeof(*v))))
+		return;
+	for (size_t i = 0; i < t->nplace_slot; i++)
+		for (p = t->place[i]; p; p = next) {
+			next = p->snext;
+			p->snext = v[slot_of((uint64_t)p->n.serial, n)];
+			v[slot_of((uint64_t)p->n.serial, n)] = p;
+		}
+	free(t->place);
+	t->place = v;
+	t->nplace_slot = n;
+}
+
+static struct place **place_chain(struct node_table *t, kserial_t serial)
+{
+	return &t->place[slot_of((uint64_t)serial, t->nplace_slot)];
+}
+
+/* Into the table, and into the pending list, the place index or the
+ * others; -ENOMEM. */
 static int node_hash(struct node_table *t, struct node *n)
 {
 	size_t b;
 
-	if (n->kind != NODE_PENDING) {
+	if (n->kind == NODE_PLACE) {
+		struct place *p = (struct place *)n, **chain;
+
+		places_grow(t);
+		chain = place_chain(t, n->serial);
+		p->snext = *chain;
+		*chain = p;
+		t->nplace++;
+	} else if (n->kind != NODE_PENDING) {
 		struct node **v = grow_room(t->others, t->nothers, &t->othcap,
 					    16, SIZE_MAX, sizeof(*v));
 
@@ -189,7 +238,7 @@ static int node_hash(struct node_table *t, struct node *n)
 	if (n->kind == NODE_PENDING) {
 		n->pk->pnext = t->pending;
 		t->pending = n;
-	} else {
+	} else if (n->kind != NODE_PLACE) {
 		t->others[t->nothers++] = n;
 	}
 	return 0;
@@ -354,6 +403,82 @@ void node_renamed(struct node_table *t, uint64_t ino, kserial_t from,
 	keyref_forget(t, ino, n->nlookup);
 }
 
+static void place_unchain(struct node_table *t, struct place *p)
+{
+	for (struct place **pp = place_chain(t, p->n.serial); *pp; pp = &(*pp)->snext)
+		if (*pp == p) {
+			*pp = p->snext;
+			t->nplace--;
+			return;
+		}
+}
+
+/* A new place of keyring serial in directory parent, as inode ino (0:
+ * one of keyfs's own); NULL out of memory. */
+static struct place *place_new(struct node_table *t, kserial_t serial,
+			       uint64_t ino, uint64_t parent)
+{
+	struct place *p = calloc(1, sizeof(*p));
+
+	if (!p)
+		return NULL;
+	p->n.kind = NODE_PLACE;
+	p->n.serial = serial;
+	p->n.ino = ino ? ino : t->next_ino++;
+	p->parent = parent;
+	if (node_hash(t, &p->n) < 0) {
+		free(p);
+		return NULL;
+	}
+	return p;
+}
+
+uint64_t node_place(struct node_table *t, kserial_t serial, uint64_t own,
+		    uint64_t parent)
+{
+	struct place *p, *home = NULL;
+
+	for (p = *place_chain(t, serial); p; p = p->snext) {
+		if (p->n.serial != serial)
+			continue;
+		if (p->parent == parent)
+			return p->n.ino;
+		if (p->n.ino == own)
+			home = p;
+	}
+	/* The own inode goes where the kernel holds it nowhere else: not
+	 * counted (a reply that never reached it) or not held at all. */
+	if (home && home->n.nlookup == 0) {
+		home->parent = parent;
+		return own;
+	}
+	if (!home && own != INO_ROOT && !keyref_slot(t, own)->ino)
+		p = place_new(t, serial, own, parent);
+	else
+		p = place_new(t, serial, 0, parent);
+	return p ? p->n.ino : own;
+}
+
+void node_place_moved(struct node_table *t, kserial_t serial, uint64_t from,
+		      uint64_t to)
+{
+	for (struct place *p = *place_chain(t, serial); p; p = p->snext)
+		if (p->n.serial == serial && p->parent == from) {
+			p->parent = to;
+			return;
+		}
+}
+
+void node_for_each_place(struct node_table *t, kserial_t serial,
+			 void (*fn)(uint64_t ino, void *arg), void *arg)
+{
+	for (struct place *p = *place_chain(t, serial), *next; p; p = next) {
+		next = p->snext;
+		if (p->n.serial == serial)
+			fn(p->n.ino, arg);
+	}
+}
+
 struct node *node_find_pending(struct node_table *t, kserial_t parent,
 			       const char *type, const char *desc)
 {
@@ -400,6 +525,10 @@ static void node_unhash(struct node_table *t, struct node *n)
 	if (n->kind == NODE_PENDING) {
 		if (n->pk)
 			pending_unlist(t, n);
+		return;
+	}
+	if (n->kind == NODE_PLACE) {
+		place_unchain(t, (struct place *)n);
 		return;
 	}
 	for (size_t i = 0; i < t->nothers; i++)

@@ -41,6 +41,7 @@ enum node_kind {
 	NODE_PENDING,		/* a created key with no payload yet */
 	NODE_SEARCHTYPE,	/* .keyfs/search/TYPE */
 	NODE_ALIAS,		/* a gone key's inode that stands for another key */
+	NODE_PLACE,		/* a keyring's directory inode in one directory */
 };
 
 /* What a pending entry will be, kept until it is instantiated (then
@@ -107,6 +108,31 @@ uint64_t node_key_nlookup(struct node_table *t, uint64_t ino);
  * kernel holds it, since the kernel keeps ino under the new name. */
 void node_renamed(struct node_table *t, uint64_t ino, kserial_t from,
 		  kserial_t to, bool gone);
+
+/*
+ * The kernel keeps one parent for a directory inode: handed a keyring's
+ * inode under a second directory while it caches it under a first (by-id
+ * and the keyring that links it; two keyrings linking one; the user
+ * keyring under user-session), it moves its cached entry across, which
+ * takes the first directory's lock without waiting and fails with ESTALE
+ * when that is held (by a create there, or a rename anywhere in the
+ * mount).  So a keyring is a directory inode of its own in each directory
+ * the kernel holds it in: its own inode (own: its serial's, or the mount
+ * root's) in the first, and one of keyfs's in every other, each a
+ * NODE_PLACE node that lives as long as the kernel holds it.  The inode
+ * to give the kernel for keyring serial in directory parent; own when no
+ * memory is left.  The mount root is nobody's child: own INO_ROOT is
+ * never given.
+ */
+uint64_t node_place(struct node_table *t, kserial_t serial, uint64_t own,
+		    uint64_t parent);
+/* The kernel moved its entry for keyring serial from directory from to
+ * directory to (a rename). */
+void node_place_moved(struct node_table *t, kserial_t serial, uint64_t from,
+		      uint64_t to);
+/* Calls fn for the inode of every place of keyring serial. */
+void node_for_each_place(struct node_table *t, kserial_t serial,
+			 void (*fn)(uint64_t ino, void *arg), void *arg);
 
 /* The live pending entry of this type and description in keyring parent. */
 struct node *node_find_pending(struct node_table *t, kserial_t parent,

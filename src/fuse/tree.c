@@ -142,6 +142,11 @@ int tree_node(struct keyfs_ctx *ctx, uint64_t ino, struct tnode *out)
 	n = node_get(ctx->nodes, ino);
 	if (!n)
 		return -ESTALE;
+	if (n->kind == NODE_PLACE) {	/* a keyring in another place */
+		tree_set_key(ctx, out, n->serial);
+		out->ino = ino;
+		return 0;
+	}
 	set_node(out, n);
 	return 0;
 }
@@ -360,7 +365,7 @@ int tree_lookup(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 	case T_ROOT:
 		return lookup_root(ctx, name, out);
 	case T_KEY:
-		if (pt.serial == ctx->root_key && strcmp(name, ".keyfs") == 0)
+		if (parent == INO_ROOT && strcmp(name, ".keyfs") == 0)
 			return tree_node(ctx, INO_CTLDIR, out);
 		/* The find says whether it is a keyring (ENOTDIR) and
 		 * whether it may be searched (search without view is enough,

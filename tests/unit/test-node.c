@@ -1,4 +1,4 @@
-/* test-node.c: TAP tests of the node table's lookup counts of key inodes (src/fuse/node.c). */
+/* test-node.c: TAP tests of the node table (src/fuse/node.c): lookup counts of key inodes, and keyrings' places. */
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -21,6 +21,72 @@ static int counts_are(struct node_table *t, const uint64_t *want)
 		if (node_key_nlookup(t, ino_of(i)) != want[i])
 			return 0;
 	return 1;
+}
+
+static void count_place(uint64_t ino, void *arg)
+{
+	(void)ino;
+	(*(int *)arg)++;
+}
+
+static int places_of(struct node_table *t, kserial_t serial)
+{
+	int n = 0;
+
+	node_for_each_place(t, serial, count_place, &n);
+	return n;
+}
+
+/* A keyring is one directory inode per directory the kernel holds it in
+ * (node_place). */
+static void test_places(void)
+{
+	struct node_table *t = node_table_new();
+	const uint64_t own = 5000, by_id = INO_BYID, ses = 77, other = 88;
+	uint64_t ino, again;
+	int all = 1;
+
+	ok(node_place(t, 5000, own, ses) == own, "a keyring's first place is its own inode");
+	ok(node_place(t, 5000, own, by_id) == own,
+	   "which moves while the kernel holds it nowhere (a reply that never reached it)");
+	ok(node_place(t, 5000, own, ses) == own, "and back");
+	node_key_ref(t, own);
+	ino = node_place(t, 5000, own, by_id);
+	ok(ino >= INO_DYN_FIRST && ino != own, "held under session, under by-id it is another inode");
+	ok(node_place(t, 5000, own, by_id) == ino, "the same one each time");
+	ok(node_place(t, 5000, own, ses) == own, "under session it stays its own");
+	again = node_place(t, 5000, own, other);
+	ok(again != ino && again != own && again >= INO_DYN_FIRST, "a third place, a third inode");
+	is_int(places_of(t, 5000), 3, "three places");
+	node_key_ref(t, ino);
+	node_key_ref(t, ino);
+	node_forget(t, ino, 2);
+	ok(node_get(t, ino) == NULL, "a place goes with the kernel's last reference");
+	is_int(places_of(t, 5000), 2, "two left");
+	node_forget(t, own, 1);
+	ok(node_get(t, own) == NULL && places_of(t, 5000) == 1, "the own inode's too");
+	ok(node_place(t, 5000, own, by_id) == own, "then the own inode goes to the next place asked");
+	node_key_ref(t, own);
+	node_place_moved(t, 5000, by_id, ses);
+	ok(node_place(t, 5000, own, ses) == own, "a rename moves a place");
+	ok(node_place(t, 5000, own, by_id) != own, "out of where it was");
+
+	ok(node_place(t, 6000, INO_ROOT, by_id) != INO_ROOT, "the mount root is nobody's child");
+	node_key_ref(t, 7000);
+	ok(node_place(t, 7000, 7000, ses) != 7000,
+	   "an own inode the kernel holds somewhere unrecorded is not given again");
+	node_forget(t, 7000, 1);
+
+	for (kserial_t s = 1; s <= 5000; s++) {
+		node_key_ref(t, node_place(t, s + 10000, (uint64_t)s + 10000, ses));
+		node_key_ref(t, node_place(t, s + 10000, (uint64_t)s + 10000, by_id));
+	}
+	for (kserial_t s = 1; s <= 5000 && all; s++)
+		all = places_of(t, s + 10000) == 2 &&
+		      node_place(t, s + 10000, (uint64_t)s + 10000, ses) == (uint64_t)s + 10000 &&
+		      node_place(t, s + 10000, (uint64_t)s + 10000, by_id) != (uint64_t)s + 10000;
+	ok(all, "5,000 keyrings in two places each, all found again");
+	node_table_free(t);
 }
 
 int main(void)
@@ -89,6 +155,7 @@ int main(void)
 		want[i] = 0;
 	ok(counts_are(t, want), "all forgotten");
 	node_table_free(t);
+	test_places();
 	free(want);
 	free(order);
 	return done_testing();
