@@ -144,3 +144,24 @@ PY
 	run kerrno stat "$MNT/session/k"
 	assert_output ENOENT
 }
+
+@test "ftruncate, write and fstat of an open file whose key was removed work on the open file" {
+	echo -n hello >"$MNT/session/k"
+	run "$KEYFS_PY" - "$MNT/session/k" "$MNT/session/new" <<'PY'
+import os, sys
+for p in sys.argv[1:]:
+	fd = os.open(p, os.O_RDWR | os.O_CREAT, 0o600)
+	os.unlink(p)
+	os.ftruncate(fd, 2)
+	os.pwrite(fd, b"xyz", 1)
+	st = os.fstat(fd)
+	print(st.st_size, os.pread(fd, 10, 0))
+	try:
+		os.close(fd)
+	except OSError:
+		pass
+PY
+	assert_success
+	assert_output "4 b'hxyz'
+4 b'\\x00xyz'"
+}

@@ -14,6 +14,22 @@
 #include "pending.h"
 #include "perm.h"
 
+/* An open file outlives its key, as an unlinked file does: its attributes
+ * are then the handle's (h, or any open key file of ino), its size its
+ * buffer's.  False when none is open. */
+static bool open_file_attr(struct keyfs_ctx *ctx, fuse_ino_t ino,
+			   struct handle *h, struct stat *st)
+{
+	if (!h || h->kind != H_KEY)
+		h = handle_find_open(ctx, ino);
+	if (!h)
+		return false;
+	*st = h->st;
+	st->st_nlink = 0;
+	st->st_size = (off_t)h->len;
+	return true;
+}
+
 void fs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct keyfs_ctx *ctx = req_ctx(req);
@@ -35,13 +51,8 @@ void fs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	for (h = ctx->open_keys; ret == 0 && h; h = h->next_open)
 		if (h->ino == ino && h->kind == H_KEY && h->dirty)
 			st.st_size = (off_t)h->len;
-	/* An open file outlives its key, as an unlinked file does. */
-	if (ret < 0 && (h = handle_find_open(ctx, ino)) != NULL) {
-		st = h->st;
-		st.st_nlink = 0;
-		st.st_size = (off_t)h->len;
+	if (ret < 0 && open_file_attr(ctx, ino, NULL, &st))
 		ret = 0;
-	}
 	if (ret < 0)
 		fuse_reply_err(req, -stale_if_gone(ctx, ino, ret));
 	else
@@ -141,10 +152,14 @@ void fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 	}
 	ret = attr_get(ctx, c, &tn, &st);
 	/* The change is made: a caller it took the view from is still told
-	 * so, with the attributes it asked for on what it saw before. */
+	 * so, with the attributes it asked for on what it saw before; an
+	 * ftruncate of an open file whose key is gone, with the file's. */
 	if (ret < 0 && known) {
 		setattr_applied(&before, attr, to_set);
 		st = before;
+		guessed = true;
+		ret = 0;
+	} else if (ret < 0 && open_file_attr(ctx, ino, h, &st)) {
 		guessed = true;
 		ret = 0;
 	}
