@@ -447,12 +447,15 @@ uint64_t node_place(struct node_table *t, kserial_t serial, uint64_t own,
 			home = p;
 	}
 	/* The own inode goes where the kernel holds it nowhere else: not
-	 * counted (a reply that never reached it) or not held at all. */
+	 * counted (a reply that never reached it) or not held at all (nor
+	 * as another node: a serial the kernel gave again after a renamed
+	 * key's alias took it). */
 	if (home && home->n.nlookup == 0) {
 		home->parent = parent;
 		return own;
 	}
-	if (!home && own != INO_ROOT && !keyref_slot(t, own)->ino)
+	if (!home && own != INO_ROOT && !keyref_slot(t, own)->ino &&
+	    !node_get(t, own))
 		p = place_new(t, serial, own, parent);
 	else
 		p = place_new(t, serial, 0, parent);

@@ -76,6 +76,11 @@ static void test_places(void)
 	ok(node_place(t, 7000, 7000, ses) != 7000,
 	   "an own inode the kernel holds somewhere unrecorded is not given again");
 	node_forget(t, 7000, 1);
+	node_key_ref(t, 7100);
+	node_renamed(t, 7100, 7100, 7200, true);	/* 7100 becomes an alias */
+	ino = node_place(t, 7100, 7100, ses);
+	ok(ino != 7100 && node_get(t, 7100)->kind == NODE_ALIAS,
+	   "nor one an alias holds (a serial the kernel gave again)");
 
 	for (kserial_t s = 1; s <= 5000; s++) {
 		node_key_ref(t, node_place(t, s + 10000, (uint64_t)s + 10000, ses));
