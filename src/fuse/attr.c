@@ -80,6 +80,10 @@ int attr_get(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 		attr_from_key(&ki, st);
 		if (tn->kind == T_PENDING && !tn->serial)
 			st->st_ino = (ino_t)tn->ino;
+		/* removed while its creator has it open: linked nowhere, as
+		 * fstat of an unlinked file says */
+		if (tn->kind == T_PENDING && tn->node && tn->node->unlinked)
+			st->st_nlink = 0;
 		return 0;
 	case T_ROOT:
 		/* session, user, user-session, process, persistent, by-id, .keyfs */
