@@ -503,3 +503,65 @@ closed: old-more"
 	keyctl revoke "$(ino "$MNT/session/krev")"
 	eventually output_is EKEYREVOKED kerrno read "$MNT/session/krev"
 }
+
+# An fsx-like run on one key: random writes at any offset, appends,
+# truncations, fsyncs, reopens and private mmaps of the committed payload,
+# each checked against a model of what the file must hold (fixed seeds).
+FSX_PY='
+import mmap, os, random, sys
+path, seed, nops = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+rnd, model, MAX = random.Random(seed), bytearray(), 32767
+fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
+def check(what):
+	st = os.fstat(fd)
+	got = os.pread(fd, MAX + 10, 0)
+	if st.st_size != len(model) or got != bytes(model):
+		sys.exit("%s: size %d, %d bytes read, want %d" % (what, st.st_size, len(got), len(model)))
+for n in range(nops):
+	op = rnd.choice("wwtacfrm")
+	if op == "w":
+		off = rnd.randrange(MAX)
+		buf = rnd.randbytes(rnd.randrange(1, min(2000, MAX - off) + 1))
+		os.pwrite(fd, buf, off)
+		model.extend(bytes(max(0, off - len(model))))
+		model[off:off + len(buf)] = buf
+	elif op == "a" and len(model) < MAX - 500:
+		buf = rnd.randbytes(rnd.randrange(1, 500))
+		os.lseek(fd, 0, os.SEEK_END)
+		os.write(fd, buf)
+		model.extend(buf)
+	elif op == "t":
+		size = rnd.randrange(MAX)
+		os.ftruncate(fd, size)
+		del model[size:]
+		model.extend(bytes(size - len(model)))
+	elif op == "c":
+		check("read %d" % n)
+	elif op == "f":
+		os.fsync(fd)
+		check("fsync %d" % n)
+	elif op == "r":
+		os.close(fd)
+		fd = os.open(path, os.O_RDWR)
+		check("reopen %d" % n)
+	elif op == "m" and model:
+		os.close(fd)
+		fd = os.open(path, os.O_RDONLY)
+		with mmap.mmap(fd, len(model), flags=mmap.MAP_PRIVATE, prot=mmap.PROT_READ) as m:
+			if m[:] != bytes(model):
+				sys.exit("mmap %d differs" % n)
+		os.close(fd)
+		fd = os.open(path, os.O_RDWR)
+os.close(fd)
+with open(path, "rb") as f:
+	if f.read() != bytes(model):
+		sys.exit("the committed payload differs")
+'
+
+@test "random writes, truncations, reopens and mmaps of one key agree with a model" {
+	local seed
+	for seed in 1 2 3; do
+		run "$KEYFS_PY" -c "$FSX_PY" "$MNT/session/fsx$seed" "$seed" 1500
+		assert_success
+	done
+}
