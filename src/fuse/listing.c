@@ -132,8 +132,8 @@ static int dl_add_node(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 	return ret == -ENOMEM ? ret : 0;
 }
 
-/* "." and ".." of directory ino, numbered as stat numbers it (a keyring
- * by its serial in every place, node_place). */
+/* "." and ".." of directory ino, numbered st_ino: a keyring by its serial
+ * in every place (node_place); the mount root keeps inode 1 as before. */
 static int dl_dots(struct dirlist *dl, uint64_t ino, uint64_t st_ino)
 {
 	struct dl_ent *d;
