@@ -75,6 +75,11 @@ struct keyfs_cred {
 	int ngroups;
 	struct keyfs_lazy_groups *lazy;	/* else these, owned by the request */
 	pid_t pid;		/* 0 for keyfs itself */
+	/* A wait on something outside keyfs (a request's callout) ends with
+	 * EINTR once this descriptor polls readable: the caller gave up (a
+	 * FUSE interrupt).  NULL: nothing ends it.  Lives as long as the
+	 * request; a copy of the cred must not keep it. */
+	const int *cancel_fd;
 };
 
 /* What a backend tells about one key.  Fixed-size, so callers keep it on

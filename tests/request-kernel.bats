@@ -2,6 +2,17 @@
 # request-kernel.bats: on the kernel backend, request-key(8) running for one request does not hold up the others.
 
 load lib/keyfs
+load lib/users
+
+setup_file()
+{
+	second_user_create kfsrqk
+}
+
+teardown_file()
+{
+	second_user_remove
+}
 
 setup()
 {
@@ -28,15 +39,32 @@ teardown()
 	keyfs_unmount
 }
 
+# wait_callout: wait up to 10 s for request-key(8) to run our callout.
+wait_callout()
+{
+	local i
+	for ((i = 0; i < 100; i++)); do
+		[[ -s $BATS_TEST_TMPDIR/callout.pid ]] && return 0
+		sleep 0.1
+	done
+	fail "request-key never ran the callout"
+}
+
+# interrupt REQ: signal REQ, a writer from intr_start into req.out; it must
+# stop waiting at once and say EINTR.
+interrupt()
+{
+	kill -USR1 "$1"
+	gone_within "$1" || fail "the interrupted writer still waits for request-key(8)"
+	wait "$1"
+	assert_equal "$(cat "$BATS_TEST_TMPDIR/req.out")" EINTR
+}
+
 @test "kernel: while request-key(8) hangs for one request, other requests are answered" {
 	echo -n hello >"$MNT/session/k"
 	kerrno write "$MNT/.keyfs/request" "user $TAG:1 info" w >"$BATS_TEST_TMPDIR/req.out" &
 	local req=$! i
-	for ((i = 0; i < 100; i++)); do
-		[[ -s $BATS_TEST_TMPDIR/callout.pid ]] && break
-		sleep 0.1
-	done
-	[[ -s $BATS_TEST_TMPDIR/callout.pid ]] || fail "request-key never ran the callout"
+	wait_callout
 	(stat "$MNT" >/dev/null && cat "$MNT/session/k" >"$BATS_TEST_TMPDIR/k.out" &&
 		touch "$BATS_TEST_TMPDIR/others.done") &
 	local others=$!
@@ -54,4 +82,40 @@ teardown()
 	wait "$others"
 	run cat "$BATS_TEST_TMPDIR/req.out"
 	refute_output ""
+}
+
+@test "kernel: a signal to the requester ends its request at once; request-key(8) goes on" {
+	intr_start "$BATS_TEST_TMPDIR/req.out" "$MNT/.keyfs/request" "user $TAG:2 info"
+	local req=$INTR_PID
+	wait_callout
+	interrupt "$req"
+	# as for a process interrupted in request_key(2): the kernel's
+	# construction is not the requester's to end
+	kill -0 "$(cat "$BATS_TEST_TMPDIR/callout.pid")" ||
+		fail "the callout ended with its requester"
+	# and keyfs answers meanwhile
+	echo -n hello >"$MNT/session/k"
+	assert_equal "$(cat "$MNT/session/k")" hello
+}
+
+@test "kernel: a signal to another user's requester ends its request at once too" {
+	need_u2
+	keyfs_unmount
+	keyfs_mount -o allow_other
+	mount_reachable
+	# The other user's request searches keyfs's session keyring, as the
+	# kernel has a requester search its own, and makes the key in pub.
+	keyctl setperm @s 0x3f3f0808
+	mkdir "$MNT/session/pub"
+	setfattr -n user.keyfs.perm -v '"0x3f3f3f3f"' "$MNT/session/pub"
+	local pub req
+	pub=$(getfattr --only-values -n user.keyfs.serial "$MNT/session/pub")
+	setpriv --reuid="$U2UID" --regid="$U2GID" --clear-groups -- \
+		"$KEYFS_PY" -c "$KEYFS_INTR_PY" "$MNT/.keyfs/request" "user $TAG:3 info #$pub" \
+		>"$BATS_TEST_TMPDIR/req.out" &
+	req=$!
+	wait_callout
+	interrupt "$req"
+	echo -n hello >"$MNT/session/k"
+	assert_equal "$(cat "$MNT/session/k")" hello
 }

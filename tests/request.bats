@@ -38,6 +38,7 @@ ctl() { kerrno write "$MNT/.keyfs/$1" "$2" w; }
 #   leave*  prints "left", starts a long sleep that holds its stdout
 #           (pid in child.pid), and exits 0;
 #   hang*   hangs (its own pid in callout.pid);
+#   once*   the first time as hang*, then as other;
 #   other   prints the callout information.
 make_callout()
 {
@@ -48,17 +49,12 @@ case \$2 in
 spawn*) sleep 1000 & echo \$! >$d/child.pid; exec sleep 1000 ;;
 leave*) printf left; sleep 1000 & echo \$! >$d/child.pid; exit 0 ;;
 hang*) echo \$\$ >$d/callout.pid; exec sleep 1000 ;;
+once*) [ -e $d/once.done ] || { touch $d/once.done; echo \$\$ >$d/callout.pid; exec sleep 1000; } ;;
 esac
 printf '%s' "\$3"
 EOF
 	chmod +x "$p"
 	printf '%s\n' "$p"
-}
-
-# gone PID: the process has exited (a zombie waiting for init counts).
-gone()
-{
-	[[ ! -e /proc/$1 ]] || grep -q '^State:.*Z' "/proc/$1/status"
 }
 
 # wait_file FILE: wait up to 5 s for the callout to write FILE.
@@ -84,13 +80,9 @@ now_ms() { echo $(($(date +%s%N) / 1000000)); }
 	# the timeout, not sooner
 	((t1 - t0 >= 1900)) || fail "answered after $((t1 - t0)) ms"
 	wait_file "$BATS_TEST_TMPDIR/child.pid"
-	local child i
+	local child
 	child=$(cat "$BATS_TEST_TMPDIR/child.pid")
-	for ((i = 0; i < 20; i++)); do
-		gone "$child" && break
-		sleep 0.1
-	done
-	gone "$child" || fail "the callout's child $child outlived the timeout"
+	gone_within "$child" || fail "the callout's child $child outlived the timeout"
 	rm -f "$BATS_TEST_TMPDIR/child.pid"
 }
 
@@ -106,8 +98,7 @@ now_ms() { echo $(($(date +%s%N) / 1000000)); }
 	assert_equal "$(cat "$MNT/session/leave:1")" left
 	local child
 	child=$(cat "$BATS_TEST_TMPDIR/child.pid")
-	gone "$child" || { sleep 0.5; gone "$child"; } ||
-		fail "what the callout left running ($child) still runs"
+	gone_within "$child" || fail "what the callout left running ($child) still runs"
 	rm -f "$BATS_TEST_TMPDIR/child.pid"
 }
 
@@ -152,6 +143,26 @@ now_ms() { echo $(($(date +%s%N) / 1000000)); }
 	wait "$req"
 	wait "$others"
 	assert_equal "$(cat "$BATS_TEST_TMPDIR/req.out")" ENOKEY
+}
+
+@test "memory: a signal to the requester ends its request at once, and leaves no key" {
+	keyfs_mount -o "request_key=$CALLOUT,request_timeout=30"
+	intr_start "$BATS_TEST_TMPDIR/req.out" "$MNT/.keyfs/request" "user once:1 info"
+	local req=$INTR_PID callout
+	wait_file "$BATS_TEST_TMPDIR/callout.pid"
+	callout=$(cat "$BATS_TEST_TMPDIR/callout.pid")
+	kill -USR1 "$req"
+	gone_within "$req" || fail "the interrupted writer still waits for the callout"
+	wait "$req"
+	assert_equal "$(cat "$BATS_TEST_TMPDIR/req.out")" EINTR
+	gone_within "$callout" || fail "the callout ($callout) outlived its request"
+	rm -f "$BATS_TEST_TMPDIR/callout.pid"
+	# nothing made, not even a negative key refusing the next try
+	run ls "$MNT/session"
+	refute_output --partial once
+	run ctl request "user once:1 info"
+	assert_output OK
+	assert_equal "$(cat "$MNT/session/once:1")" info
 }
 
 @test "memory: request_timeout= must be 1 to 3600 seconds" {

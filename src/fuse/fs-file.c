@@ -4,6 +4,8 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 #include "attr.h"
 #include "control.h"
@@ -282,19 +284,59 @@ void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	fuse_reply_buf(req, data, n);
 }
 
+/* libfuse calls this, on the thread that read the FUSE interrupt, when
+ * the writer of a request command got a signal: the wait on its callout
+ * polls the descriptor and ends. */
+static void wake_cancel(fuse_req_t req, void *data)
+{
+	const uint64_t one = 1;
+
+	(void)req;
+	if (write(*(const int *)data, &one, sizeof(one)) < 0)
+		return;	/* the counter is full: it is readable already */
+}
+
+/*
+ * A request command may wait on a callout for as long as it runs
+ * (request_timeout, or request-key(8) without one), and the kernel makes
+ * a caller whose request keyfs holds wait for the answer even when killed.
+ * So a signal to the writer (Ctrl-C, kill) ends the wait: the command
+ * fails with EINTR at once.  Other control commands never wait.
+ */
+static int control_write_interruptible(fuse_req_t req, struct handle *h,
+				       const char *buf, size_t size)
+{
+	struct keyfs_ctx *ctx = req_ctx(req);
+	struct req_cred rc;
+	const struct keyfs_cred *c = req_cred(req, &rc);
+	int cancel = -1, ret;
+
+	if (h->ctl == CTLF_REQUEST)
+		cancel = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (cancel >= 0) {
+		rc.c.cancel_fd = &cancel;
+		fuse_req_interrupt_func(req, wake_cancel, &cancel);
+	}
+	ret = control_write(ctx, c, h->ctl, buf, size);
+	if (cancel >= 0) {
+		/* after this wake_cancel neither runs nor will run */
+		fuse_req_interrupt_func(req, NULL, NULL);
+		close(cancel);
+	}
+	return ret;
+}
+
 void fs_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 	      size_t size, off_t off, struct fuse_file_info *fi)
 {
-	struct keyfs_ctx *ctx = req_ctx(req);
 	struct handle *h = (struct handle *)(uintptr_t)fi->fh;
-	struct req_cred rc;
 	ssize_t ret;
 
 	(void)ino;
 	if (h->kind == H_KEY) {
 		ret = handle_write(h, off, buf, size);
 	} else if (h->kind == H_CONTROL) {
-		ret = control_write(ctx, req_cred(req, &rc), h->ctl, buf, size);
+		ret = control_write_interruptible(req, h, buf, size);
 		if (ret == 0)
 			ret = (ssize_t)size;
 	} else {

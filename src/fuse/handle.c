@@ -209,6 +209,7 @@ void handle_set_opener(struct handle *h, const struct keyfs_cred *c,
 		n = cred_groups(c, &groups);
 	h->opener = *c;
 	h->opener.lazy = NULL;
+	h->opener.cancel_fd = NULL;
 	h->opener.ngroups = n < KEYFS_GROUPS_MAX ? n : KEYFS_GROUPS_MAX;
 	if (h->opener.ngroups > 0)
 		memcpy(h->opener_groups, groups,

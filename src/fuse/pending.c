@@ -115,6 +115,7 @@ static void set_creator(struct node *n, const struct keyfs_cred *c,
 	n->pk->creator_groups = groups;
 	n->pk->creator = *c;
 	n->pk->creator.lazy = NULL;
+	n->pk->creator.cancel_fd = NULL;
 	n->pk->creator.groups = groups;
 	n->pk->creator.ngroups = ng;
 }

@@ -1,6 +1,10 @@
 /* cred.c: acting as the caller: its ids, or a child without keyfs's keyrings. */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
 #include <sys/fsuid.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -156,6 +160,15 @@ static long stranger_run(const struct stranger *st)
 	return -EINVAL;
 }
 
+static void *reap(void *arg)
+{
+	pid_t pid = (pid_t)(intptr_t)arg;
+
+	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+		;
+	return NULL;
+}
+
 /* Run st for caller c in a child without keyfs's keyrings (see above).
  * A serial or -errno. */
 long stranger_call(const struct keyfs_cred *c, const struct stranger *st)
@@ -189,13 +202,59 @@ long stranger_call(const struct keyfs_cred *c, const struct stranger *st)
 		_exit(n == (ssize_t)sizeof(res) ? 0 : 1);
 	}
 	close(fds[1]);
-	do
-		n = read(fds[0], &res, sizeof(res));
-	while (n < 0 && errno == EINTR);
-	if (n != (ssize_t)sizeof(res))
-		res.ret = -EIO;
+	res.ret = kernel_wait_result(fds[0], c);
 	close(fds[0]);
+	/* A child in request_key(2) waits for request-key(8) without taking
+	 * signals, so a killed one ends only with it: reaped elsewhere. */
+	if (res.ret == -EINTR) {
+		kill(pid, SIGKILL);
+		if (kernel_detach(reap, (void *)(intptr_t)pid) == 0)
+			return res.ret;
+	}
 	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 		;
 	return res.ret;
+}
+
+int kernel_detach(void *(*fn)(void *), void *arg)
+{
+	pthread_attr_t attr;
+	sigset_t all, old;
+	pthread_t t;
+	int ret;
+
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	ret = pthread_create(&t, &attr, fn, arg);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	pthread_attr_destroy(&attr);
+	return -ret;
+}
+
+long kernel_wait_result(int fd, const struct keyfs_cred *c)
+{
+	struct pollfd p[2] = {
+		{ .fd = fd, .events = POLLIN },
+		{ .fd = c->cancel_fd ? *c->cancel_fd : -1, .events = POLLIN },
+	};
+	struct stranger_result res;
+	ssize_t n;
+
+	for (;;) {
+		if (poll(p, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (p[1].revents)
+			return -EINTR;
+		if (p[0].revents)
+			break;
+	}
+	do
+		n = read(fd, &res, sizeof(res));
+	while (n < 0 && errno == EINTR);
+	return n == (ssize_t)sizeof(res) ? res.ret : -EIO;
 }

@@ -267,8 +267,15 @@ int kcall_checked(struct keyfs_backend *b, const struct keyfs_cred *c,
 int ktext_as(struct keyfs_backend *b, const struct keyfs_cred *c,
 	     int (*fn)(key_serial_t key, char **text_alloc), kserial_t key,
 	     char **text_alloc);
-/* st for caller c in a child without keyfs's keyrings: a serial or -errno. */
+/* st for caller c in a child without keyfs's keyrings: a serial or -errno.
+ * -EINTR once c->cancel_fd polls readable: the child is killed (a
+ * construction it started goes on in the kernel). */
 long stranger_call(const struct keyfs_cred *c, const struct stranger *st);
+/* Read a stranger_result from fd (a pipe's read end), or give up with
+ * -EINTR once c->cancel_fd polls readable; -EIO for anything short. */
+long kernel_wait_result(int fd, const struct keyfs_cred *c);
+/* Run fn(arg) on a detached thread that takes no signals; 0 or -errno. */
+int kernel_detach(void *(*fn)(void *), void *arg);
 
 /* ---- the cache by serial and the key types (key.c) ---- */
 struct kkey *kkey_get(struct keyfs_backend *b, kserial_t s);

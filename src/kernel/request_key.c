@@ -1,5 +1,9 @@
 /* request_key.c: request_key(2) and search, for the mounter and for other callers. */
 #include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "kernel.h"
 
@@ -17,6 +21,87 @@ static void stranger_tops(kserial_t tops[ST_TOPS])
 
 		tops[i] = s < 0 ? 0 : s;
 	}
+}
+
+/* One request_key(2) on a thread of its own; owns its copies. */
+struct bg_request {
+	char *type, *desc, *callout;
+	kserial_t dest;
+	int fd;		/* a pipe's write end: the stranger_result */
+};
+
+static void bg_request_free(struct bg_request *r)
+{
+	free(r->type);
+	free(r->desc);
+	free(r->callout);
+	free(r);
+}
+
+static void *bg_request_run(void *arg)
+{
+	struct bg_request *r = arg;
+	struct stranger_result res;
+
+	res.ret = request_key(r->type, r->desc, r->callout, r->dest);
+	if (res.ret < 0)
+		res.ret = -errno;
+	/* fails (EPIPE) when the waiter gave up: nobody wants the answer */
+	if (write(r->fd, &res, sizeof(res)) != (ssize_t)sizeof(res))
+		res.ret = -EPIPE;
+	close(r->fd);
+	bg_request_free(r);
+	return NULL;
+}
+
+/*
+ * request_key(2) with a callout as the mounter: the kernel waits for
+ * request-key(8) to exit, for as long as it takes, and takes no signal
+ * meanwhile.  So the call runs on a thread of its own
+ * (with keyfs's ids and keyrings, as this one's), and this thread waits
+ * for its answer or for the caller to give up (c->cancel_fd: -EINTR).
+ * Then the kernel goes on with the construction, as it does when a
+ * process in request_key(2) gets a signal, and the thread ends with it.
+ */
+static long request_waiting(const struct keyfs_cred *c, const char *type,
+			    const char *desc, const char *callout,
+			    kserial_t dest)
+{
+	struct bg_request *r;
+	int fds[2], ret;
+	long s;
+
+	if (!c->cancel_fd || !callout) {
+		s = request_key(type, desc, callout, dest);
+		return s < 0 ? -errno : s;
+	}
+	if (pipe2(fds, O_CLOEXEC) < 0)
+		return -errno;
+	r = calloc(1, sizeof(*r));
+	if (r) {
+		r->type = strdup(type);
+		r->desc = strdup(desc);
+		r->callout = strdup(callout);
+		r->dest = dest;
+		r->fd = fds[1];
+	}
+	if (!r || !r->type || !r->desc || !r->callout) {
+		if (r)
+			bg_request_free(r);
+		close(fds[0]);
+		close(fds[1]);
+		return -ENOMEM;
+	}
+	ret = kernel_detach(bg_request_run, r);
+	if (ret < 0) {
+		bg_request_free(r);
+		close(fds[0]);
+		close(fds[1]);
+		return ret;
+	}
+	s = kernel_wait_result(fds[0], c);
+	close(fds[0]);
+	return s;
 }
 
 /*
@@ -49,9 +134,7 @@ static int request_common(struct keyfs_backend *b, const struct keyfs_cred *c,
 	if (callout && b->unlock)
 		b->unlock(b->lock_arg);
 	if (is_mounter(b, c)) {
-		s = request_key(type, desc, callout, dest);
-		if (s < 0)
-			s = -errno;
+		s = request_waiting(c, type, desc, callout, dest);
 	} else {
 		stranger_tops(st.tops);
 		s = stranger_call(c, &st);

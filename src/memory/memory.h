@@ -602,8 +602,9 @@ int mem_restrict(struct keyfs_backend *b, const struct keyfs_cred *c,
  * timeout seconds with no more output than that; *payload_alloc is
  * malloc'd (NULL when empty), the caller wipes it.  Once the program has
  * exited, or at the timeout, its whole process group is killed: what it
- * left running cannot outlive the request.  Touches no backend state, so
- * it runs with the upper layer's lock released. */
+ * left running cannot outlive the request; so it is when c->cancel_fd
+ * polls readable first, and then the answer is -EINTR.  Touches no
+ * backend state, so it runs with the upper layer's lock released. */
 #define MEM_CALLOUT_TIMEOUT	30	/* the default of request_timeout= */
 int memory_callout_run(const char *program, unsigned timeout,
 		       const struct mkey_type *type,

@@ -76,35 +76,46 @@ static bool callout_exited(pid_t pid)
 	       si.si_pid == pid;
 }
 
+/* What a wait on the callout watches besides its output: the child, the
+ * deadline, and the requester giving up (keyfs_cred.cancel_fd; -1: none). */
+struct callout_wait {
+	pid_t pid;
+	int pidfd;
+	int cancel;
+	struct timespec deadline;
+};
+
 /* Wait until the child exits or fd is readable, whichever is first, up to
  * the deadline: 1 when the child has exited, 0 when fd may be read,
- * -ETIMEDOUT, or -errno. */
-static int callout_poll(int fd, int pidfd, pid_t pid,
-			const struct timespec *deadline)
+ * -ETIMEDOUT, -EINTR when the requester gave up, or -errno. */
+static int callout_poll(int fd, const struct callout_wait *w)
 {
 	for (;;) {
-		struct pollfd p[2] = {
-			{ .fd = pidfd, .events = POLLIN },
+		/* A negative fd in the set is ignored by poll. */
+		struct pollfd p[3] = {
+			{ .fd = w->pidfd, .events = POLLIN },
+			{ .fd = w->cancel, .events = POLLIN },
 			{ .fd = fd, .events = POLLIN },
 		};
-		long left = ms_left(deadline);
+		long left = ms_left(&w->deadline);
 		int r;
 
-		if (pidfd < 0 && callout_exited(pid))
+		if (w->pidfd < 0 && callout_exited(w->pid))
 			return 1;
 		if (left <= 0)
 			return -ETIMEDOUT;
-		if (pidfd < 0 && left > CALLOUT_POLL_MS)
+		if (w->pidfd < 0 && left > CALLOUT_POLL_MS)
 			left = CALLOUT_POLL_MS;
-		/* A negative fd in the set is ignored by poll. */
-		r = poll(p, fd < 0 ? 1 : 2, (int)left);
+		r = poll(p, 3, (int)left);
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r < 0)
 			return -errno;
+		if (p[1].revents)
+			return -EINTR;
 		if (p[0].revents)
 			return 1;
-		if (fd >= 0 && p[1].revents)
+		if (fd >= 0 && p[2].revents)
 			return 0;
 	}
 }
@@ -116,8 +127,7 @@ static int callout_poll(int fd, int pidfd, pid_t pid,
  * (what it wrote is in the pipe by then), so that nothing left behind can
  * make the request wait.  *exited says whether the child has exited.
  */
-static int callout_collect(int fd, int pidfd, pid_t pid, size_t max,
-			   const struct timespec *deadline,
+static int callout_collect(int fd, const struct callout_wait *w, size_t max,
 			   unsigned char **buf, size_t *len, bool *exited)
 {
 	size_t cap = 0;
@@ -158,7 +168,7 @@ static int callout_collect(int fd, int pidfd, pid_t pid, size_t max,
 			return -errno;
 		if (*exited)
 			return 0;	/* drained what it wrote before exiting */
-		r = callout_poll(fd, pidfd, pid, deadline);
+		r = callout_poll(fd, w);
 		if (r < 0)
 			return r;
 		if (r == 1)
@@ -175,12 +185,11 @@ int memory_callout_run(const char *program, unsigned timeout,
 	char uid[16], gid[16];
 	char *argv[] = { (char *)program, (char *)type->name, (char *)desc,
 			 (char *)callout, uid, gid, NULL };
+	struct callout_wait w = { .cancel = c->cancel_fd ? *c->cancel_fd : -1 };
 	unsigned char *buf = NULL;
-	struct timespec deadline;
 	bool exited = false;
 	size_t n = 0;
-	int fds[2], pidfd, status, ret;
-	pid_t pid;
+	int fds[2], status, ret;
 
 	snprintf(uid, sizeof(uid), "%u", (unsigned)c->uid);
 	snprintf(gid, sizeof(gid), "%u", (unsigned)c->gid);
@@ -192,33 +201,34 @@ int memory_callout_run(const char *program, unsigned timeout,
 		close(fds[1]);
 		return ret;
 	}
-	clock_gettime(CLOCK_MONOTONIC, &deadline);
-	deadline.tv_sec += timeout;
-	pid = fork();
-	if (pid < 0) {
+	clock_gettime(CLOCK_MONOTONIC, &w.deadline);
+	w.deadline.tv_sec += timeout;
+	w.pid = fork();
+	if (w.pid < 0) {
 		ret = -errno;
 		close(fds[0]);
 		close(fds[1]);
 		return ret;
 	}
-	if (pid == 0)
+	if (w.pid == 0)
 		callout_child(program, argv, fds[1]);
 	/* The child does the same; whichever runs first, the group exists
 	 * before keyfs could kill it. */
-	setpgid(pid, pid);
+	setpgid(w.pid, w.pid);
 	close(fds[1]);
-	pidfd = callout_pidfd(pid);
-	ret = callout_collect(fds[0], pidfd, pid, type->max_payload, &deadline,
-			      &buf, &n, &exited);
+	w.pidfd = callout_pidfd(w.pid);
+	ret = callout_collect(fds[0], &w, type->max_payload, &buf, &n, &exited);
 	close(fds[0]);
 	/* Output complete: the exit status decides, if it comes in time. */
-	if (ret == 0 && !exited && callout_poll(-1, pidfd, pid, &deadline) != 1)
-		ret = -ETIMEDOUT;
-	if (pidfd >= 0)
-		close(pidfd);
+	if (ret == 0 && !exited) {
+		ret = callout_poll(-1, &w);
+		ret = ret == 1 ? 0 : ret == -EINTR ? ret : -ETIMEDOUT;
+	}
+	if (w.pidfd >= 0)
+		close(w.pidfd);
 	/* The callout, if it still runs, and whatever it started. */
-	kill(-pid, SIGKILL);
-	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+	kill(-w.pid, SIGKILL);
+	while (waitpid(w.pid, &status, 0) < 0 && errno == EINTR)
 		;
 	if (ret == 0 && !(WIFEXITED(status) && WEXITSTATUS(status) == 0))
 		ret = -ENOKEY;
@@ -387,6 +397,11 @@ int memory_request(struct keyfs_backend *b, const struct keyfs_cred *c,
 			goto fail;
 		mem_end(b);	/* dest may have been made (@s, say) */
 		built = construct_payload(b, t, desc, callout, c, &prep);
+		/* The requester gave up (a FUSE interrupt) and nobody else
+		 * waits for this construction: no key, not even a negative
+		 * one that would refuse the next try. */
+		if (built == -EINTR)
+			return -EINTR;
 		mem_begin(b);
 		ret = request_find(b, c, t, desc, dest, &kd, &k);
 		if (ret == -EAGAIN)

@@ -439,6 +439,47 @@ except OSError as e:
 	print(NAMES.get(e.errno, errno.errorcode.get(e.errno, str(e.errno))))
 '
 
+# intr_start OUT PATH TEXT: start, in the background, a process that
+# writes TEXT to PATH (one write(2)) and whom a SIGUSR1 stops waiting: its
+# handler raises, so Python does not retry the write.  It prints EINTR,
+# OK, or the errno's name into OUT; INTR_PID is its pid.  Send the signal
+# only once the write is under way (the handler is set before).
+KEYFS_INTR_PY='
+import errno, os, signal, sys
+
+def stop(*args):
+	raise InterruptedError
+
+signal.signal(signal.SIGUSR1, stop)
+fd = os.open(sys.argv[1], os.O_WRONLY)
+try:
+	os.write(fd, sys.argv[2].encode())
+	print("OK")
+except InterruptedError:
+	print("EINTR")
+except OSError as e:
+	print(errno.errorcode.get(e.errno, str(e.errno)))
+'
+intr_start()
+{
+	local out=$1
+	shift
+	"$KEYFS_PY" -c "$KEYFS_INTR_PY" "$@" >"$out" &
+	INTR_PID=$!
+}
+
+# gone_within PID: wait up to 5 s for PID to exit (a zombie counts).
+gone_within()
+{
+	local i
+	for ((i = 0; i < 50; i++)); do
+		[[ -e /proc/$1 ]] || return 0
+		grep -q '^State:.*Z' "/proc/$1/status" 2>/dev/null && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
 # hold KEY...: link each KEY into the session keyring of a process of its
 # own, so that it outlives its last link keyfs can see without being
 # possessed by keyfs (the kernel's garbage collector would take it at once,

@@ -327,6 +327,43 @@ static void test_move_attr(kserial_t ring)
 
 /* /etc/request-key.conf as keyutils ships it: the callout for debug:*
  * negates the key for "negate" and instantiates it otherwise. */
+/* key's state, or -1 when it cannot be described. */
+static int state_of(kserial_t key)
+{
+	struct key_info ki;
+
+	return ops->describe(be, &me, key, &ki) == 0 ? (int)ki.state : -1;
+}
+
+/* A requester that gave up (its cancel descriptor readable) gets EINTR
+ * at once; the kernel's construction goes on and makes the key. */
+static void test_request_cancel(kserial_t ring)
+{
+	struct keyfs_cred gave_up = me;
+	kserial_t s = 0, found = 0;
+	int fds[2], i;
+
+	if (pipe(fds) < 0 || write(fds[1], "x", 1) != 1) {
+		ok(0, "a readable pipe");
+		return;
+	}
+	gave_up.cancel_fd = &fds[0];
+	is_int(ops->request(be, &gave_up, "user", "debug:gaveup", "hello",
+			    ring, &s), -EINTR, "a requester that gave up: EINTR");
+	for (i = 0; i < 50; i++) {
+		if (ops->find(be, &me, ring, "user", "debug:gaveup", &found) == 0 &&
+		    state_of(found) == KEY_STATE_VALID)
+			break;
+		nap(0.1);
+	}
+	is_int(state_of(found), KEY_STATE_VALID,
+	       "request-key(8) makes the key all the same");
+	if (found)
+		ops->unlink(be, &me, found, ring);
+	close(fds[0]);
+	close(fds[1]);
+}
+
 static void test_request(kserial_t ring)
 {
 	kserial_t s = 0, found = 0;
@@ -357,6 +394,7 @@ static void test_request(kserial_t ring)
 	       "linked in the destination");
 	is_int(found, s, "the same key");
 	ops->unlink(be, &me, s, ring);
+	test_request_cancel(ring);
 }
 
 static void test_other_user(kserial_t ring)

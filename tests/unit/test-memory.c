@@ -457,6 +457,32 @@ static int write_callout(char *path, size_t len)
 	return chmod(path, 0755);
 }
 
+/* A requester that gave up (its cancel descriptor readable) ends the
+ * callout's wait with EINTR and leaves no key, not even a negative one. */
+static void test_request_cancel(struct keyfs_backend *b, kserial_t s)
+{
+	struct keyfs_cred gave_up = me;
+	kserial_t k, found;
+	int fds[2];
+
+	if (pipe(fds) < 0 || write(fds[1], "x", 1) != 1) {
+		ok(0, "a readable pipe");
+		return;
+	}
+	gave_up.cancel_fd = &fds[0];
+	is_int(ops->request(b, &gave_up, "user", "r7", "info", s, &k), -EINTR,
+	       "a requester that gave up: EINTR");
+	is_int(ops->find(b, &me, s, "user", "r7", &found), -ENOKEY,
+	       "no key made, not even a negative one");
+	is_int(ops->request(b, &me, "user", "r7", "info", s, &k), 0,
+	       "so the next request runs the callout");
+	is_int(ops->request(b, &gave_up, "user", "r7", "info", s, &found), 0,
+	       "a key found needs no callout: giving up does not matter");
+	is_int(found, k, "the same key");
+	close(fds[0]);
+	close(fds[1]);
+}
+
 static void test_request(void)
 {
 	char callout[256];
@@ -514,6 +540,7 @@ static void test_request(void)
 	       "no destination");
 	is_int(ops->find(b, &me, s, "user", "r3", &found), -ENOKEY,
 	       "so not linked");
+	test_request_cancel(b, s);
 	ops->destroy(b);
 
 	b = start(NULL, NULL);
