@@ -2,9 +2,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
-#include <pthread.h>
 #include <signal.h>
-#include <stdint.h>
+#include <stdbool.h>
+#include <stdlib.h>
 #include <sys/fsuid.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -160,18 +160,44 @@ static long stranger_run(const struct stranger *st)
 	return -EINVAL;
 }
 
+/* A killed child, reaped once the kernel lets it go. */
+struct reap_arg {
+	struct kdetach *d;
+	pid_t pid;
+};
+
 static void *reap(void *arg)
 {
-	pid_t pid = (pid_t)(intptr_t)arg;
+	struct reap_arg *r = arg;
 
-	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+	while (waitpid(r->pid, NULL, 0) < 0 && errno == EINTR)
 		;
+	kdetach_put(r->d);
+	free(r);
 	return NULL;
+}
+
+/* Kill the child of a caller who gave up, and reap it on a detached
+ * thread; false when that cannot be, and the caller must reap it. */
+static bool abandon_child(struct keyfs_backend *b, pid_t pid)
+{
+	struct reap_arg *r = malloc(sizeof(*r));
+
+	kill(pid, SIGKILL);
+	if (!r)
+		return false;
+	r->d = b->detach;
+	r->pid = pid;
+	if (kdetach_run(b->detach, reap, r) == 0)
+		return true;
+	free(r);
+	return false;
 }
 
 /* Run st for caller c in a child without keyfs's keyrings (see above).
  * A serial or -errno. */
-long stranger_call(const struct keyfs_cred *c, const struct stranger *st)
+long stranger_call(struct keyfs_backend *b, const struct keyfs_cred *c,
+		   const struct stranger *st)
 {
 	struct stranger_result res = { -EIO };
 	const gid_t *groups;
@@ -206,31 +232,11 @@ long stranger_call(const struct keyfs_cred *c, const struct stranger *st)
 	close(fds[0]);
 	/* A child in request_key(2) waits for request-key(8) without taking
 	 * signals, so a killed one ends only with it: reaped elsewhere. */
-	if (res.ret == -EINTR) {
-		kill(pid, SIGKILL);
-		if (kernel_detach(reap, (void *)(intptr_t)pid) == 0)
-			return res.ret;
-	}
+	if (res.ret == -EINTR && abandon_child(b, pid))
+		return res.ret;
 	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 		;
 	return res.ret;
-}
-
-int kernel_detach(void *(*fn)(void *), void *arg)
-{
-	pthread_attr_t attr;
-	sigset_t all, old;
-	pthread_t t;
-	int ret;
-
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	sigfillset(&all);
-	pthread_sigmask(SIG_BLOCK, &all, &old);
-	ret = pthread_create(&t, &attr, fn, arg);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	pthread_attr_destroy(&attr);
-	return -ret;
 }
 
 long kernel_wait_result(int fd, const struct keyfs_cred *c)

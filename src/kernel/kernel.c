@@ -52,6 +52,7 @@ static int kernel_init(struct keyfs_backend **bp,
 		n = getgroups(n, b->own_groups);
 	}
 	b->own_ngroups = n > 0 ? n : 0;
+	b->detach = kdetach_new();
 	*bp = b;
 	return 0;
 nomem:
@@ -76,6 +77,7 @@ static void kernel_destroy(struct keyfs_backend *b)
 	free(b->kusers_pending);
 	pcache_free(&b->proc);
 	free(b->own_groups);
+	kdetach_put(b->detach);
 	free(b);
 }
 

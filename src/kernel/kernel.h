@@ -2,6 +2,7 @@
 #ifndef KEYFS_KERNEL_H
 #define KEYFS_KERNEL_H
 
+#include <stdatomic.h>
 #include <string.h>
 #include <time.h>
 
@@ -146,6 +147,7 @@ struct keyfs_backend {
 	unsigned kusers_gen;		/* reads so far */
 	uid_t *kusers_pending;
 	size_t nkusers_pending;
+	struct kdetach *detach;		/* detach.c; NULL: callers are waited for */
 };
 
 /*
@@ -269,13 +271,31 @@ int ktext_as(struct keyfs_backend *b, const struct keyfs_cred *c,
 	     char **text_alloc);
 /* st for caller c in a child without keyfs's keyrings: a serial or -errno.
  * -EINTR once c->cancel_fd polls readable: the child is killed (a
- * construction it started goes on in the kernel). */
-long stranger_call(const struct keyfs_cred *c, const struct stranger *st);
+ * construction it started goes on in the kernel) and reaped by a
+ * detached thread, or waited for here when KDETACH_MAX already run. */
+long stranger_call(struct keyfs_backend *b, const struct keyfs_cred *c,
+		   const struct stranger *st);
 /* Read a stranger_result from fd (a pipe's read end), or give up with
  * -EINTR once c->cancel_fd polls readable; -EIO for anything short. */
 long kernel_wait_result(int fd, const struct keyfs_cred *c);
-/* Run fn(arg) on a detached thread that takes no signals; 0 or -errno. */
-int kernel_detach(void *(*fn)(void *), void *arg);
+
+/* ---- threads that finish what a caller gave up waiting for (detach.c) ----
+ * A request_key(2) the caller no longer waits for, the reaping of a
+ * stranger's child: each runs on a detached thread, which may outlive the
+ * backend, so their count is an object of its own, freed by the last of
+ * the backend and those threads.  At most KDETACH_MAX run at once, so
+ * callers who give up again and again cannot pile up threads and
+ * processes in keyfs: past that a caller is waited for as if it had not
+ * given up (as a worker thread did before). */
+#define KDETACH_MAX	32
+struct kdetach {
+	atomic_uint refs;	/* the backend's 1, plus 1 a running thread */
+};
+struct kdetach *kdetach_new(void);
+void kdetach_put(struct kdetach *d);
+/* Run fn(arg) on a detached thread that takes no signals; fn must end
+ * with kdetach_put(d).  0, -EAGAIN when KDETACH_MAX run, or -errno. */
+int kdetach_run(struct kdetach *d, void *(*fn)(void *), void *arg);
 
 /* ---- the cache by serial and the key types (key.c) ---- */
 struct kkey *kkey_get(struct keyfs_backend *b, kserial_t s);

@@ -51,7 +51,7 @@ int kernel_add(struct keyfs_backend *b, const struct keyfs_cred *c,
 		if (s < 0)
 			s = -errno;
 	} else {
-		s = stranger_call(c, &st);
+		s = stranger_call(b, c, &st);
 	}
 	if (s < 0)
 		return (int)s;
@@ -127,7 +127,7 @@ static int update_large(struct keyfs_backend *b, const struct keyfs_cred *c,
 			if (got < 0)
 				got = -errno;
 		} else {
-			got = stranger_call(c, &st);
+			got = stranger_call(b, c, &st);
 		}
 		if (got == key) {
 			ret = 0;

@@ -27,7 +27,8 @@ static void stranger_tops(kserial_t tops[ST_TOPS])
 struct bg_request {
 	char *type, *desc, *callout;
 	kserial_t dest;
-	int fd;		/* a pipe's write end: the stranger_result */
+	int fd;			/* a pipe's write end: the stranger_result */
+	struct kdetach *d;	/* put when done */
 };
 
 static void bg_request_free(struct bg_request *r)
@@ -50,6 +51,7 @@ static void *bg_request_run(void *arg)
 	if (write(r->fd, &res, sizeof(res)) != (ssize_t)sizeof(res))
 		res.ret = -EPIPE;
 	close(r->fd);
+	kdetach_put(r->d);
 	bg_request_free(r);
 	return NULL;
 }
@@ -63,41 +65,55 @@ static void *bg_request_run(void *arg)
  * Then the kernel goes on with the construction, as it does when a
  * process in request_key(2) gets a signal, and the thread ends with it.
  */
-static long request_waiting(const struct keyfs_cred *c, const char *type,
+static long request_now(const char *type, const char *desc,
+			const char *callout, kserial_t dest)
+{
+	long s = request_key(type, desc, callout, dest);
+
+	return s < 0 ? -errno : s;
+}
+
+static struct bg_request *bg_request_new(struct keyfs_backend *b,
+					 const char *type, const char *desc,
+					 const char *callout, kserial_t dest,
+					 int fd)
+{
+	struct bg_request *r = calloc(1, sizeof(*r));
+
+	if (!r)
+		return NULL;
+	r->type = strdup(type);
+	r->desc = strdup(desc);
+	r->callout = strdup(callout);
+	r->dest = dest;
+	r->fd = fd;
+	r->d = b->detach;
+	if (!r->type || !r->desc || !r->callout) {
+		bg_request_free(r);
+		return NULL;
+	}
+	return r;
+}
+
+static long request_waiting(struct keyfs_backend *b,
+			    const struct keyfs_cred *c, const char *type,
 			    const char *desc, const char *callout,
 			    kserial_t dest)
 {
 	struct bg_request *r;
-	int fds[2], ret;
+	int fds[2];
 	long s;
 
-	if (!c->cancel_fd || !callout) {
-		s = request_key(type, desc, callout, dest);
-		return s < 0 ? -errno : s;
-	}
-	if (pipe2(fds, O_CLOEXEC) < 0)
-		return -errno;
-	r = calloc(1, sizeof(*r));
-	if (r) {
-		r->type = strdup(type);
-		r->desc = strdup(desc);
-		r->callout = strdup(callout);
-		r->dest = dest;
-		r->fd = fds[1];
-	}
-	if (!r || !r->type || !r->desc || !r->callout) {
+	if (!c->cancel_fd || !callout || pipe2(fds, O_CLOEXEC) < 0)
+		return request_now(type, desc, callout, dest);
+	r = bg_request_new(b, type, desc, callout, dest, fds[1]);
+	if (!r || kdetach_run(b->detach, bg_request_run, r) < 0) {
+		/* no thread to spare: wait as if the caller could not give up */
 		if (r)
 			bg_request_free(r);
 		close(fds[0]);
 		close(fds[1]);
-		return -ENOMEM;
-	}
-	ret = kernel_detach(bg_request_run, r);
-	if (ret < 0) {
-		bg_request_free(r);
-		close(fds[0]);
-		close(fds[1]);
-		return ret;
+		return request_now(type, desc, callout, dest);
 	}
 	s = kernel_wait_result(fds[0], c);
 	close(fds[0]);
@@ -134,10 +150,10 @@ static int request_common(struct keyfs_backend *b, const struct keyfs_cred *c,
 	if (callout && b->unlock)
 		b->unlock(b->lock_arg);
 	if (is_mounter(b, c)) {
-		s = request_waiting(c, type, desc, callout, dest);
+		s = request_waiting(b, c, type, desc, callout, dest);
 	} else {
 		stranger_tops(st.tops);
-		s = stranger_call(c, &st);
+		s = stranger_call(b, c, &st);
 	}
 	if (callout && b->relock)
 		b->relock(b->lock_arg);

@@ -8,6 +8,7 @@
 #include <keyutils.h>
 
 #include "backend.h"
+#include "kernel.h"	/* kdetach, for its test */
 #include "tap.h"
 
 static const struct keyfs_backend_ops *ops = &backend_kernel_ops;
@@ -327,6 +328,55 @@ static void test_move_attr(kserial_t ring)
 
 /* /etc/request-key.conf as keyutils ships it: the callout for debug:*
  * negates the key for "negate" and instantiates it otherwise. */
+/* A detached thread that waits until its pipe is closed. */
+struct held {
+	struct kdetach *d;
+	int fd;
+};
+
+static void *hold(void *arg)
+{
+	struct held *h = arg;
+	char c;
+
+	while (read(h->fd, &c, 1) > 0)
+		;
+	kdetach_put(h->d);
+	return NULL;
+}
+
+/* At most KDETACH_MAX detached threads at once; their count outlives its
+ * first owner. */
+static void test_detach(void)
+{
+	struct kdetach *d = kdetach_new();
+	struct held h = { d, -1 };
+	int fds[2], i, ret = 0;
+
+	if (!d || pipe(fds) < 0) {
+		ok(0, "a kdetach and a pipe");
+		return;
+	}
+	h.fd = fds[0];
+	for (i = 0; i < KDETACH_MAX && ret == 0; i++)
+		ret = kdetach_run(d, hold, &h);
+	is_int(ret, 0, "%d detached threads start", KDETACH_MAX);
+	is_int(kdetach_run(d, hold, &h), -EAGAIN, "one more: EAGAIN");
+	close(fds[1]);	/* the threads end */
+	for (i = 0; i < 100 && atomic_load(&d->refs) > 1; i++)
+		nap(0.01);
+	is_int((int)atomic_load(&d->refs), 1, "each put its reference");
+	close(fds[0]);
+	if (pipe(fds) < 0)
+		return;
+	h.fd = fds[0];
+	is_int(kdetach_run(d, hold, &h), 0, "then another may start");
+	kdetach_put(d);	/* the first owner goes; the thread frees d */
+	close(fds[1]);
+	nap(0.1);
+	close(fds[0]);
+}
+
 /* key's state, or -1 when it cannot be described. */
 static int state_of(kserial_t key)
 {
@@ -604,6 +654,7 @@ int main(void)
 	test_limits(ring);
 	test_move_attr(ring);
 	test_request(ring);
+	test_detach();
 	if (root)
 		test_other_user(ring);
 	else
