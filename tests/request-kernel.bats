@@ -60,6 +60,17 @@ interrupt()
 	assert_equal "$(cat "$BATS_TEST_TMPDIR/req.out")" EINTR
 }
 
+# within5 CMD...: run CMD in the background and print its standard output;
+# fail unless it ends within 5 s.
+within5()
+{
+	"$@" >"$BATS_TEST_TMPDIR/within.out" 2>/dev/null &
+	local p=$!
+	gone_within "$p" || fail "waited for the construction: $*"
+	wait "$p" || true
+	cat "$BATS_TEST_TMPDIR/within.out"
+}
+
 @test "kernel: while request-key(8) hangs for one request, other requests are answered" {
 	echo -n hello >"$MNT/session/k"
 	kerrno write "$MNT/.keyfs/request" "user $TAG:1 info" w >"$BATS_TEST_TMPDIR/req.out" &
@@ -118,4 +129,51 @@ interrupt()
 	interrupt "$req"
 	echo -n hello >"$MNT/session/k"
 	assert_equal "$(cat "$MNT/session/k")" hello
+}
+
+@test "kernel: a key under construction answers EAGAIN at once, and the mount goes on" {
+	echo -n hello >"$MNT/session/k"
+	# made outside keyfs: keyfs only sees the key its callout builds
+	keyctl request2 user "$TAG:5" info @s >/dev/null 2>&1 &
+	local req=$! k=$MNT/session/$TAG:5 i
+	wait_callout
+	# a name made behind keyfs's back shows within entry_timeout
+	for ((i = 0; i < 30; i++)); do
+		[[ -e $k ]] && break
+		sleep 0.1
+	done
+	run within5 kerrno read "$k"
+	assert_output EAGAIN
+	run within5 kerrno write "$k" x
+	assert_output EAGAIN
+	run within5 kerrno write "$k" x wa
+	assert_output EAGAIN
+	run within5 kerrno write "$MNT/.keyfs/revoke" "$k" w
+	assert_output EAGAIN
+	run within5 kerrno write "$MNT/.keyfs/invalidate" "$k" w
+	assert_output EAGAIN
+	mkdir "$MNT/session/r2"
+	run within5 kerrno link "$k" "$MNT/session/r2/$TAG:5"
+	assert_output EAGAIN
+	run within5 kerrno rename "$k" "$MNT/session/r2/$TAG:5"
+	assert_output EAGAIN
+	run within5 getfattr --only-values -n user.keyfs.state "$k"
+	assert_output pending
+	# a search finds it as it is; a request would link it: EAGAIN
+	run within5 getfattr --only-values -n user.keyfs.state "$MNT/.keyfs/search/user/$TAG:5"
+	assert_output pending
+	run within5 kerrno write "$MNT/.keyfs/request" "user $TAG:5 -" w
+	assert_output EAGAIN
+	assert_equal "$(cat "$MNT/session/k")" hello
+	# The callout ends: the key is negative, and the request fails.
+	kill -9 "$(cat "$BATS_TEST_TMPDIR/callout.pid")"
+	rm -f "$BATS_TEST_TMPDIR/callout.pid"
+	wait "$req" || true
+	# keyfs learns that within entry_timeout (it reads /proc/keys anew)
+	for ((i = 0; i < 30; i++)); do
+		run kerrno read "$k"
+		[[ $output != EAGAIN ]] && break
+		sleep 0.1
+	done
+	assert_output ENOKEY
 }

@@ -148,6 +148,10 @@ int handle_open_key(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 	h->max = ti.max_payload;
 	h->append = flags & O_APPEND;
 	ret = key_state_errno(ki->state);
+	/* A key the kernel is still constructing: reading and writing it
+	 * would wait for its callout (see the kernel backend's kproc_ready). */
+	if (h->serial && ki->state == KEY_STATE_PENDING)
+		ret = -EAGAIN;
 	/* As keyctl read: an unreadable type (logon) says so before it says
 	 * the key is revoked or expired. */
 	if (ret < 0 && ret != -ENOKEY && !ti.readable && acc == O_RDONLY)

@@ -116,10 +116,11 @@ int ktext_as(struct keyfs_backend *b, const struct keyfs_cred *c,
 
 /* ---- acting without keyfs's possession ---- */
 
-/* In the child: keyctl_search() on each of keyfs's keyrings in the order
- * request_key(2) searches them.  "No key" wins over other errors, as in
- * search_process_keyrings_rcu(). */
-static long stranger_search(const struct stranger *st)
+/* keyctl_search() on each of keyfs's keyrings in the order request_key(2)
+ * searches them.  "No key" wins over other errors, as in
+ * search_process_keyrings_rcu().  Unlike request_key(2) it does not wait
+ * for a key under construction. */
+static long search_tops(const struct stranger *st)
 {
 	long r, err = 0;
 	bool none = false;
@@ -138,6 +139,15 @@ static long stranger_search(const struct stranger *st)
 	return none || !err ? -ENOKEY : err;
 }
 
+long kernel_search_link(const struct stranger *st)
+{
+	long r = search_tops(st);
+
+	if (r >= 0 && st->ring && keyctl_link(r, st->ring) < 0)
+		return -errno;
+	return r;
+}
+
 /* In the child, after the switch: the one call.  Only system calls. */
 static long stranger_run(const struct stranger *st)
 {
@@ -149,9 +159,7 @@ static long stranger_run(const struct stranger *st)
 			    st->ring);
 		return r < 0 ? -errno : r;
 	case ST_REQUEST:
-		r = stranger_search(st);
-		if (r >= 0 && st->ring && keyctl_link(r, st->ring) < 0)
-			return -errno;
+		r = kernel_search_link(st);
 		if (r != -ENOKEY || !st->callout)
 			return r;
 		r = request_key(st->type, st->desc, st->callout, st->ring);

@@ -242,7 +242,6 @@ static int describe_live(struct keyfs_backend *b, const struct keyfs_cred *c,
 	kserial_t serial = k->serial;
 	struct pent *pe;
 	struct kidx *x;
-	int pending;
 	bool sized;
 	long size;
 
@@ -262,22 +261,8 @@ static int describe_live(struct keyfs_backend *b, const struct keyfs_cred *c,
 		kproc_peek(b);
 		pe = kproc_find(b, serial);
 	}
-	pending = kproc_maybe_pending(b, k);
-	if (pending != 0) {
-		/* a key under construction, where keyctl read would wait:
-		 * only /proc/keys tells (rare: a request_key callout runs) */
-		if (kproc_fresh(b, false) == 0 && !kproc_find(b, serial))
-			kproc_fresh(b, true);	/* newer than the last parse */
-		pe = kproc_find(b, serial);
-		if (pe) {
-			if (pe->flags & PENT_NEGATIVE)
-				out->state = KEY_STATE_NEGATIVE;
-			else if (!(pe->flags & PENT_INSTANTIATED))
-				out->state = KEY_STATE_PENDING;
-		} else {
-			out->state = KEY_STATE_PENDING;
-		}
-	}
+	/* a key under construction, where keyctl read would wait */
+	out->state = kproc_construction(b, k, &pe);
 	size = 0;
 	sized = false;
 	if (out->state == KEY_STATE_VALID && !k->positive) {
@@ -381,6 +366,8 @@ static int kernel_read(struct keyfs_backend *b, const struct keyfs_cred *c,
 {
 	int ret = kkey_check(b, c, key, KEYFS_PERM_READ, 0);
 
+	if (ret == 0)
+		ret = kproc_ready(b, key);
 	if (ret == 0)
 		ret = kpayload_read_as(b, c, key, buf_alloc, len);
 	/* unlinked behind keyfs's back: unpossessed (EACCES) until the

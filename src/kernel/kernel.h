@@ -275,6 +275,11 @@ int ktext_as(struct keyfs_backend *b, const struct keyfs_cred *c,
  * detached thread, or waited for here when KDETACH_MAX already run. */
 long stranger_call(struct keyfs_backend *b, const struct keyfs_cred *c,
 		   const struct stranger *st);
+/* request_key(2)'s search of st->tops for st->type and st->desc, the key
+ * found linked into st->ring (if not 0): a serial, -ENOKEY, or -errno.
+ * Only system calls (a stranger's child makes it too); never waits for a
+ * key under construction, as request_key(2) would. */
+long kernel_search_link(const struct stranger *st);
 /* Read a stranger_result from fd (a pipe's read end), or give up with
  * -EINTR once c->cancel_fd polls readable; -EIO for anything short. */
 long kernel_wait_result(int fd, const struct keyfs_cred *c);
@@ -364,6 +369,14 @@ int kproc_fresh(struct keyfs_backend *b, bool force);
 void kproc_peek(struct keyfs_backend *b);
 void kproc_stop(struct keyfs_backend *b);
 int kproc_maybe_pending(struct keyfs_backend *b, const struct kkey *k);
+/* k's state where it may be under construction: KEY_STATE_PENDING while
+ * its callout runs, KEY_STATE_NEGATIVE once negated, else
+ * KEY_STATE_VALID.  Where it had to look, *pe is k's /proc/keys entry
+ * (NULL: none); else *pe is left alone. */
+enum key_state kproc_construction(struct keyfs_backend *b,
+				  const struct kkey *k, struct pent **pe);
+/* -EAGAIN while key is under construction, else 0 (see proc.c). */
+int kproc_ready(struct keyfs_backend *b, kserial_t key);
 struct pent *kproc_find(struct keyfs_backend *b, kserial_t s);
 int kernel_list_all(struct keyfs_backend *b, const struct keyfs_cred *c,
 		    kserial_t **out_alloc, size_t *n);

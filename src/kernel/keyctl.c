@@ -156,6 +156,9 @@ int kernel_update(struct keyfs_backend *b, const struct keyfs_cred *c,
 	ret = kkey_check(b, c, key, KEYFS_PERM_WRITE, 0);
 	if (ret < 0)
 		return kring_gone_if_unlinked(b, key, ret);
+	ret = kproc_ready(b, key);
+	if (ret < 0)
+		return ret;
 	k = kkey_get(b, key);
 	if (!k || !k->named)
 		kkey_learn(b, c, key, &k);
@@ -190,6 +193,8 @@ int kernel_link(struct keyfs_backend *b, const struct keyfs_cred *c,
 
 	ret = kkey_check(b, c, key, KEYFS_PERM_LINK, 0);
 	if (ret == 0)
+		ret = kproc_ready(b, key);
+	if (ret == 0)
 		ret = kcall_checked(b, c, keyring, KEYFS_PERM_WRITE, 0,
 				    KCALL(KEYCTL_LINK, (unsigned long)key,
 					  (unsigned long)keyring));
@@ -223,6 +228,8 @@ int kernel_move(struct keyfs_backend *b, const struct keyfs_cred *c,
 
 	ret = kkey_check(b, c, key, KEYFS_PERM_LINK, 0);
 	if (ret == 0)
+		ret = kproc_ready(b, key);
+	if (ret == 0)
 		ret = kkey_check(b, c, from, KEYFS_PERM_WRITE, 0);
 	if (ret == 0)
 		ret = kcall_checked(b, c, to, KEYFS_PERM_WRITE, 0,
@@ -244,8 +251,10 @@ int kernel_revoke(struct keyfs_backend *b, const struct keyfs_cred *c,
 	int ret;
 
 	/* the kernel takes setattr where write is missing */
-	ret = kcall_checked(b, c, key, KEYFS_PERM_WRITE, KEYFS_PERM_SETATTR,
-			    KCALL(KEYCTL_REVOKE, (unsigned long)key));
+	ret = kproc_ready(b, key);
+	if (ret == 0)
+		ret = kcall_checked(b, c, key, KEYFS_PERM_WRITE, KEYFS_PERM_SETATTR,
+				    KCALL(KEYCTL_REVOKE, (unsigned long)key));
 	if (ret == 0)
 		kkey_touch_change(kkey_get(b, key));
 	return ret;
@@ -257,8 +266,10 @@ int kernel_invalidate(struct keyfs_backend *b,
 	struct kkey *k;
 	int ret;
 
-	ret = kcall_checked(b, c, key, KEYFS_PERM_SEARCH, 0,
-			    KCALL(KEYCTL_INVALIDATE, (unsigned long)key));
+	ret = kproc_ready(b, key);
+	if (ret == 0)
+		ret = kcall_checked(b, c, key, KEYFS_PERM_SEARCH, 0,
+				    KCALL(KEYCTL_INVALIDATE, (unsigned long)key));
 	if (ret < 0)
 		return ret;
 	/* the kernel's collector unlinks it from every keyring at once */

@@ -437,6 +437,43 @@ int kproc_maybe_pending(struct keyfs_backend *b, const struct kkey *k)
 	return 0;
 }
 
+enum key_state kproc_construction(struct keyfs_backend *b,
+				  const struct kkey *k, struct pent **pe)
+{
+	if (kproc_maybe_pending(b, k) == 0)
+		return KEY_STATE_VALID;
+	/* only /proc/keys tells (rare: a request_key callout runs) */
+	if (kproc_fresh(b, false) == 0 && !kproc_find(b, k->serial))
+		kproc_fresh(b, true);	/* newer than the last parse */
+	*pe = kproc_find(b, k->serial);
+	if (!*pe)
+		return KEY_STATE_PENDING;
+	if ((*pe)->flags & PENT_NEGATIVE)
+		return KEY_STATE_NEGATIVE;
+	if (!((*pe)->flags & PENT_INSTANTIATED))
+		return KEY_STATE_PENDING;
+	return KEY_STATE_VALID;
+}
+
+/*
+ * A key under construction (its request-key(8) still runs): the kernel
+ * has read, update, link, move, revoke and invalidate wait for the end of
+ * the construction, for as long as the callout takes.  keyfs would wait
+ * holding its one lock, every other request and the caller with it (the
+ * kernel holds a FUSE caller until answered, killed or not), so those
+ * calls answer EAGAIN instead.  A key keyfs has not met is not checked:
+ * every path to these calls describes the key first.
+ */
+int kproc_ready(struct keyfs_backend *b, kserial_t key)
+{
+	struct kkey *k = kkey_get(b, key);
+	struct pent *pe = NULL;
+
+	if (!k)
+		return 0;
+	return kproc_construction(b, k, &pe) == KEY_STATE_PENDING ? -EAGAIN : 0;
+}
+
 struct pent *kproc_find(struct keyfs_backend *b, kserial_t s)
 {
 	uint32_t i;

@@ -121,6 +121,43 @@ static long request_waiting(struct keyfs_backend *b,
 }
 
 /*
+ * The mounter's request, searched first as keyctl search does: request_key(2)
+ * and the link into dest would wait, holding keyfs's lock, for a key under
+ * construction.  Such a key is found as it is (its reads answer EAGAIN),
+ * and linking it answers EAGAIN (kproc_ready).  Only the
+ * callout's run lets the lock go, as the kernel waits for request-key(8)
+ * for as long as it takes.
+ */
+static long mounter_request(struct keyfs_backend *b,
+			    const struct keyfs_cred *c, const struct stranger *st)
+{
+	struct stranger find = *st;
+	long s;
+	int ret;
+
+	find.ring = 0;
+	s = kernel_search_link(&find);
+	if (s >= 0 && st->ring) {
+		kkey_known(b, c, (kserial_t)s);
+		ret = kproc_ready(b, (kserial_t)s);
+		if (ret < 0)
+			return ret;
+		if (keyctl_link((key_serial_t)s, st->ring) < 0)
+			return -errno;
+	}
+	if (s >= 0)
+		return s;
+	if (s != -ENOKEY || !st->callout)
+		return s;
+	if (b->unlock)
+		b->unlock(b->lock_arg);
+	s = request_waiting(b, c, st->type, st->desc, st->callout, st->ring);
+	if (b->relock)
+		b->relock(b->lock_arg);
+	return s;
+}
+
+/*
  * request_key(2) searches keyfs's own keyrings.  The mounter possesses
  * them and makes the call as keyfs.  Any other caller possesses nothing:
  * the search, the link into dest and a callout's construction run without
@@ -144,19 +181,20 @@ static int request_common(struct keyfs_backend *b, const struct keyfs_cred *c,
 		ret = kkey_check(b, c, dest, KEYFS_PERM_WRITE, 0);
 	if (ret < 0)
 		return ret;
-	/* With a callout the kernel runs request-key(8) and waits for it, for
-	 * as long as it takes: other requests go on meanwhile.  Nothing below
-	 * touches the backend's caches until the lock is back. */
-	if (callout && b->unlock)
-		b->unlock(b->lock_arg);
+	stranger_tops(st.tops);
 	if (is_mounter(b, c)) {
-		s = request_waiting(b, c, type, desc, callout, dest);
+		s = mounter_request(b, c, &st);
 	} else {
-		stranger_tops(st.tops);
+		/* The child may wait: for a callout, for a key under
+		 * construction it found.  Other requests go on meanwhile;
+		 * nothing here touches the backend's caches until the lock
+		 * is back. */
+		if (b->unlock)
+			b->unlock(b->lock_arg);
 		s = stranger_call(b, c, &st);
+		if (b->relock)
+			b->relock(b->lock_arg);
 	}
-	if (callout && b->relock)
-		b->relock(b->lock_arg);
 	ret = s < 0 ? (int)s : 0;
 	/* a failed construction may still link a negative key into dest */
 	if (ret < 0 && dest)
