@@ -60,15 +60,18 @@ interrupt()
 	assert_equal "$(cat "$BATS_TEST_TMPDIR/req.out")" EINTR
 }
 
-# within5 CMD...: run CMD in the background and print its standard output;
-# fail unless it ends within 5 s.
-within5()
+# expect5 WANT CMD...: run CMD in the background; fail unless it ends
+# within 5 s printing WANT.  Not under `run`: a failure must end the test
+# (its teardown ends the construction) before anything else waits on it.
+expect5()
 {
+	local want=$1 p
+	shift
 	"$@" >"$BATS_TEST_TMPDIR/within.out" 2>/dev/null &
-	local p=$!
+	p=$!
 	gone_within "$p" || fail "waited for the construction: $*"
 	wait "$p" || true
-	cat "$BATS_TEST_TMPDIR/within.out"
+	assert_equal "$(cat "$BATS_TEST_TMPDIR/within.out")" "$want"
 }
 
 @test "kernel: while request-key(8) hangs for one request, other requests are answered" {
@@ -142,28 +145,18 @@ within5()
 		[[ -e $k ]] && break
 		sleep 0.1
 	done
-	run within5 kerrno read "$k"
-	assert_output EAGAIN
-	run within5 kerrno write "$k" x
-	assert_output EAGAIN
-	run within5 kerrno write "$k" x wa
-	assert_output EAGAIN
-	run within5 kerrno write "$MNT/.keyfs/revoke" "$k" w
-	assert_output EAGAIN
-	run within5 kerrno write "$MNT/.keyfs/invalidate" "$k" w
-	assert_output EAGAIN
+	expect5 EAGAIN kerrno read "$k"
+	expect5 EAGAIN kerrno write "$k" x
+	expect5 EAGAIN kerrno write "$k" x wa
+	expect5 EAGAIN kerrno write "$MNT/.keyfs/revoke" "$k" w
+	expect5 EAGAIN kerrno write "$MNT/.keyfs/invalidate" "$k" w
 	mkdir "$MNT/session/r2"
-	run within5 kerrno link "$k" "$MNT/session/r2/$TAG:5"
-	assert_output EAGAIN
-	run within5 kerrno rename "$k" "$MNT/session/r2/$TAG:5"
-	assert_output EAGAIN
-	run within5 getfattr --only-values -n user.keyfs.state "$k"
-	assert_output pending
+	expect5 EAGAIN kerrno link "$k" "$MNT/session/r2/$TAG:5"
+	expect5 EAGAIN kerrno rename "$k" "$MNT/session/r2/$TAG:5"
+	expect5 pending getfattr --only-values -n user.keyfs.state "$k"
 	# a search finds it as it is; a request would link it: EAGAIN
-	run within5 getfattr --only-values -n user.keyfs.state "$MNT/.keyfs/search/user/$TAG:5"
-	assert_output pending
-	run within5 kerrno write "$MNT/.keyfs/request" "user $TAG:5 -" w
-	assert_output EAGAIN
+	expect5 pending getfattr --only-values -n user.keyfs.state "$MNT/.keyfs/search/user/$TAG:5"
+	expect5 EAGAIN kerrno write "$MNT/.keyfs/request" "user $TAG:5 -" w
 	assert_equal "$(cat "$MNT/session/k")" hello
 	# The callout ends: the key is negative, and the request fails.
 	kill -9 "$(cat "$BATS_TEST_TMPDIR/callout.pid")"
