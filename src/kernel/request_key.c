@@ -43,28 +43,19 @@ static void *bg_request_run(void *arg)
 {
 	struct bg_request *r = arg;
 	struct stranger_result res;
+	ssize_t n;
 
 	res.ret = request_key(r->type, r->desc, r->callout, r->dest);
 	if (res.ret < 0)
 		res.ret = -errno;
-	/* fails (EPIPE) when the waiter gave up: nobody wants the answer */
-	if (write(r->fd, &res, sizeof(res)) != (ssize_t)sizeof(res))
-		res.ret = -EPIPE;
+	n = write(r->fd, &res, sizeof(res));
+	(void)n;	/* EPIPE when the waiter gave up: nobody wants it */
 	close(r->fd);
 	kdetach_put(r->d);
 	bg_request_free(r);
 	return NULL;
 }
 
-/*
- * request_key(2) with a callout as the mounter: the kernel waits for
- * request-key(8) to exit, for as long as it takes, and takes no signal
- * meanwhile.  So the call runs on a thread of its own
- * (with keyfs's ids and keyrings, as this one's), and this thread waits
- * for its answer or for the caller to give up (c->cancel_fd: -EINTR).
- * Then the kernel goes on with the construction, as it does when a
- * process in request_key(2) gets a signal, and the thread ends with it.
- */
 static long request_now(const char *type, const char *desc,
 			const char *callout, kserial_t dest)
 {
@@ -95,6 +86,15 @@ static struct bg_request *bg_request_new(struct keyfs_backend *b,
 	return r;
 }
 
+/*
+ * request_key(2) with a callout as the mounter: the kernel waits for
+ * request-key(8) to exit, for as long as it takes, and takes no signal
+ * meanwhile.  So the call runs on a thread of its own (with keyfs's ids
+ * and keyrings, as this one's), and this thread waits for its answer or
+ * for the caller to give up (c->cancel_fd: -EINTR).  Then the kernel
+ * goes on with the construction, as it does when a process in
+ * request_key(2) gets a signal, and the thread ends with it.
+ */
 static long request_waiting(struct keyfs_backend *b,
 			    const struct keyfs_cred *c, const char *type,
 			    const char *desc, const char *callout,
