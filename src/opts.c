@@ -1,5 +1,7 @@
 /* opts.c: keyfs's options: defaults, the fuse_opt table, validation and --help. */
 #include <errno.h>
+#include <libgen.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -150,6 +152,46 @@ static int check_mountpoint(const char *path)
 	return 0;
 }
 
+/* Whether path (made absolute and resolved as far as it exists) is dir
+ * or below it. */
+static bool path_within(const char *path, const char *dir)
+{
+	size_t n = strlen(dir);
+
+	if (strcmp(dir, "/") == 0)
+		return true;
+	return strncmp(path, dir, n) == 0 && (path[n] == '\0' || path[n] == '/');
+}
+
+/*
+ * The store must not be inside the mount point: once mounted, keyfs would
+ * write its store into itself, and a write to its own mount waits for
+ * keyfs while keyfs waits for the write, holding its one lock: the mount
+ * and every caller in it would hang for good.  Its directory is what
+ * counts: the file may not exist yet, and every write goes to a file in
+ * that directory (the journal, a new snapshot renamed over the store
+ * path, which replaces a link there rather than follow it).  A mount
+ * point given as /dev/fd/N is not a path.
+ */
+static int check_store_place(const char *store, const char *mountpoint)
+{
+	char *copy = strdup(store);
+	char *mnt = realpath(mountpoint, NULL);
+	char *dir = copy ? realpath(dirname(copy), NULL) : NULL;
+	int ret = 0;
+
+	if (mnt && dir && path_within(dir, mnt)) {
+		fprintf(stderr, "keyfs: store=%s is inside the mount point %s: "
+			"keyfs would write its store into itself; keep it outside\n",
+			store, mountpoint);
+		ret = -EINVAL;
+	}
+	free(copy);
+	free(mnt);
+	free(dir);
+	return ret;
+}
+
 /* SOURCE, when it names a backend, must agree with backend=: neither
  * silently wins.  With backend= given, any other SOURCE is a label (fstab
  * lines often say "none" or "keyfs") and is left alone. */
@@ -261,7 +303,8 @@ int opts_parse(struct fuse_args *args, struct keyfs_opts *opts)
 	if (opts_validate(opts) < 0 || path_absolute("store", &opts->store) < 0 ||
 	    path_absolute("request_key", &opts->request_key) < 0 ||
 	    (opts->request_key && check_program(opts->request_key) < 0) ||
-	    check_mountpoint(opts->mountpoint) < 0)
+	    check_mountpoint(opts->mountpoint) < 0 ||
+	    (opts->store && check_store_place(opts->store, opts->mountpoint) < 0))
 		return -EINVAL;
 	/* libfuse's own parser takes the mountpoint as its one positional. */
 	if (fuse_opt_add_arg(args, opts->mountpoint) == -1)

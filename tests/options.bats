@@ -256,6 +256,22 @@ without_fd3()
 	assert_output --partial '"k"'
 }
 
+@test "a store=FILE inside the mount point is refused: keyfs would write into itself (store)" {
+	skip_unless_memory
+	local f
+	mkdir "$MNT/sub"
+	ln -s "$MNT/sub" "$BATS_TEST_TMPDIR/link"
+	for f in "$MNT/store.json" "$MNT/sub/store.json" "$MNT/sub/../x.json" \
+		"$BATS_TEST_TMPDIR/link/store.json"; do
+		run timeout 10 "$KEYFS_BIN" -f -o "backend=memory,store=$f" "$MNT"
+		assert_failure
+		assert_output --partial "is inside the mount point"
+		run keyfs_is_mounted "$MNT"
+		assert_failure
+	done
+	[[ ! -e $MNT/store.json && ! -e $MNT/sub/store.json ]]
+}
+
 @test "a store=FILE that is not JSON exits non-zero naming the file (store)" {
 	skip_unless_memory
 	local f=$BATS_TEST_TMPDIR/bad.json
