@@ -116,11 +116,7 @@ int ktext_as(struct keyfs_backend *b, const struct keyfs_cred *c,
 
 /* ---- acting without keyfs's possession ---- */
 
-/* keyctl_search() on each of keyfs's keyrings in the order request_key(2)
- * searches them.  "No key" wins over other errors, as in
- * search_process_keyrings_rcu().  Unlike request_key(2) it does not wait
- * for a key under construction. */
-static long search_tops(const struct stranger *st)
+long kernel_search_tops(const struct stranger *st)
 {
 	long r, err = 0;
 	bool none = false;
@@ -139,15 +135,6 @@ static long search_tops(const struct stranger *st)
 	return none || !err ? -ENOKEY : err;
 }
 
-long kernel_search_link(const struct stranger *st)
-{
-	long r = search_tops(st);
-
-	if (r >= 0 && st->ring && keyctl_link(r, st->ring) < 0)
-		return -errno;
-	return r;
-}
-
 /* In the child, after the switch: the one call.  Only system calls. */
 static long stranger_run(const struct stranger *st)
 {
@@ -159,7 +146,9 @@ static long stranger_run(const struct stranger *st)
 			    st->ring);
 		return r < 0 ? -errno : r;
 	case ST_REQUEST:
-		r = kernel_search_link(st);
+		r = kernel_search_tops(st);
+		if (r >= 0 && st->ring && keyctl_link(r, st->ring) < 0)
+			return -errno;
 		if (r != -ENOKEY || !st->callout)
 			return r;
 		r = request_key(st->type, st->desc, st->callout, st->ring);

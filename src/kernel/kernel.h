@@ -275,11 +275,12 @@ int ktext_as(struct keyfs_backend *b, const struct keyfs_cred *c,
  * detached thread, or waited for here when KDETACH_MAX already run. */
 long stranger_call(struct keyfs_backend *b, const struct keyfs_cred *c,
 		   const struct stranger *st);
-/* request_key(2)'s search of st->tops for st->type and st->desc, the key
- * found linked into st->ring (if not 0): a serial, -ENOKEY, or -errno.
- * Only system calls (a stranger's child makes it too); never waits for a
- * key under construction, as request_key(2) would. */
-long kernel_search_link(const struct stranger *st);
+/* keyctl_search() of st->type and st->desc on each of st->tops, in the
+ * order request_key(2) searches them; "no key" wins over other errors, as
+ * in search_process_keyrings_rcu().  A serial, -ENOKEY or -errno.  Only
+ * system calls (a stranger's child makes it too); unlike request_key(2)
+ * it never waits for a key under construction. */
+long kernel_search_tops(const struct stranger *st);
 /* Read a stranger_result from fd (a pipe's read end), or give up with
  * -EINTR once c->cancel_fd polls readable; -EIO for anything short. */
 long kernel_wait_result(int fd, const struct keyfs_cred *c);

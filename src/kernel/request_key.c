@@ -104,7 +104,7 @@ static long request_waiting(struct keyfs_backend *b,
 	int fds[2];
 	long s;
 
-	if (!c->cancel_fd || !callout || pipe2(fds, O_CLOEXEC) < 0)
+	if (!c->cancel_fd || pipe2(fds, O_CLOEXEC) < 0)
 		return request_now(type, desc, callout, dest);
 	r = bg_request_new(b, type, desc, callout, dest, fds[1]);
 	if (!r || kdetach_run(b->detach, bg_request_run, r) < 0) {
@@ -131,22 +131,18 @@ static long request_waiting(struct keyfs_backend *b,
 static long mounter_request(struct keyfs_backend *b,
 			    const struct keyfs_cred *c, const struct stranger *st)
 {
-	struct stranger find = *st;
-	long s;
+	long s = kernel_search_tops(st);
 	int ret;
 
-	find.ring = 0;
-	s = kernel_search_link(&find);
-	if (s >= 0 && st->ring) {
+	if (s >= 0) {
+		if (!st->ring)
+			return s;
 		kkey_known(b, c, (kserial_t)s);
 		ret = kproc_ready(b, (kserial_t)s);
 		if (ret < 0)
 			return ret;
-		if (keyctl_link((key_serial_t)s, st->ring) < 0)
-			return -errno;
+		return keyctl_link((key_serial_t)s, st->ring) < 0 ? -errno : s;
 	}
-	if (s >= 0)
-		return s;
 	if (s != -ENOKEY || !st->callout)
 		return s;
 	if (b->unlock)

@@ -222,7 +222,10 @@ int memory_callout_run(const char *program, unsigned timeout,
 	/* Output complete: the exit status decides, if it comes in time. */
 	if (ret == 0 && !exited) {
 		ret = callout_poll(-1, &w);
-		ret = ret == 1 ? 0 : ret == -EINTR ? ret : -ETIMEDOUT;
+		if (ret == 1)
+			ret = 0;
+		else if (ret != -EINTR)
+			ret = -ETIMEDOUT;
 	}
 	if (w.pidfd >= 0)
 		close(w.pidfd);
