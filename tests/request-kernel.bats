@@ -40,15 +40,7 @@ teardown()
 }
 
 # wait_callout: wait up to 10 s for request-key(8) to run our callout.
-wait_callout()
-{
-	local i
-	for ((i = 0; i < 100; i++)); do
-		[[ -s $BATS_TEST_TMPDIR/callout.pid ]] && return 0
-		sleep 0.1
-	done
-	fail "request-key never ran the callout"
-}
+wait_callout() { wait_file "$BATS_TEST_TMPDIR/callout.pid" 10; }
 
 # interrupt REQ: signal REQ, a writer from intr_start into req.out; it must
 # stop waiting at once and say EINTR.

@@ -57,17 +57,6 @@ EOF
 	printf '%s\n' "$p"
 }
 
-# wait_file FILE: wait up to 5 s for the callout to write FILE.
-wait_file()
-{
-	local i
-	for ((i = 0; i < 50; i++)); do
-		[[ -s $1 ]] && return 0
-		sleep 0.1
-	done
-	fail "no $1 within 5 s"
-}
-
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
 
 @test "memory: at the timeout the callout's children are killed too" {

@@ -468,6 +468,18 @@ intr_start()
 	INTR_PID=$!
 }
 
+# wait_file FILE [SECONDS]: wait up to SECONDS (5) for FILE to be
+# written, as a callout writes its pid.
+wait_file()
+{
+	local i n=$((${2:-5} * 10))
+	for ((i = 0; i < n; i++)); do
+		[[ -s $1 ]] && return 0
+		sleep 0.1
+	done
+	fail "no $1 within ${2:-5} s"
+}
+
 # gone_within PID: wait up to 5 s for PID to exit (a zombie counts).
 gone_within()
 {
