@@ -42,16 +42,6 @@ teardown()
 # wait_callout: wait up to 10 s for request-key(8) to run our callout.
 wait_callout() { wait_file "$BATS_TEST_TMPDIR/callout.pid" 10; }
 
-# interrupt REQ: signal REQ, a writer from intr_start into req.out; it must
-# stop waiting at once and say EINTR.
-interrupt()
-{
-	kill -USR1 "$1"
-	gone_within "$1" || fail "the interrupted writer still waits for request-key(8)"
-	wait "$1"
-	assert_equal "$(cat "$BATS_TEST_TMPDIR/req.out")" EINTR
-}
-
 # expect5 WANT CMD...: run CMD in the background; fail unless it ends
 # within 5 s printing WANT.  Not under `run`: a failure must end the test
 # (its teardown ends the construction) before anything else waits on it.
@@ -94,7 +84,7 @@ expect5()
 	intr_start "$BATS_TEST_TMPDIR/req.out" "$MNT/.keyfs/request" "user $TAG:2 info"
 	local req=$INTR_PID
 	wait_callout
-	interrupt "$req"
+	intr_stop "$req" "$BATS_TEST_TMPDIR/req.out"
 	# as for a process interrupted in request_key(2): the kernel's
 	# construction is not the requester's to end
 	kill -0 "$(cat "$BATS_TEST_TMPDIR/callout.pid")" ||
@@ -121,7 +111,7 @@ expect5()
 		>"$BATS_TEST_TMPDIR/req.out" &
 	req=$!
 	wait_callout
-	interrupt "$req"
+	intr_stop "$req" "$BATS_TEST_TMPDIR/req.out"
 	echo -n hello >"$MNT/session/k"
 	assert_equal "$(cat "$MNT/session/k")" hello
 }

@@ -140,10 +140,7 @@ now_ms() { echo $(($(date +%s%N) / 1000000)); }
 	local req=$INTR_PID callout
 	wait_file "$BATS_TEST_TMPDIR/callout.pid"
 	callout=$(cat "$BATS_TEST_TMPDIR/callout.pid")
-	kill -USR1 "$req"
-	gone_within "$req" || fail "the interrupted writer still waits for the callout"
-	wait "$req"
-	assert_equal "$(cat "$BATS_TEST_TMPDIR/req.out")" EINTR
+	intr_stop "$req" "$BATS_TEST_TMPDIR/req.out"
 	gone_within "$callout" || fail "the callout ($callout) outlived its request"
 	rm -f "$BATS_TEST_TMPDIR/callout.pid"
 	# nothing made, not even a negative key refusing the next try

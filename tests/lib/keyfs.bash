@@ -468,6 +468,16 @@ intr_start()
 	INTR_PID=$!
 }
 
+# intr_stop PID OUT: signal PID, a writer from intr_start into OUT; it
+# must stop waiting at once and say EINTR.
+intr_stop()
+{
+	kill -USR1 "$1"
+	gone_within "$1" || fail "the interrupted writer still waits"
+	wait "$1"
+	assert_equal "$(cat "$2")" EINTR
+}
+
 # wait_file FILE [SECONDS]: wait up to SECONDS (5) for FILE to be
 # written, as a callout writes its pid.
 wait_file()
