@@ -186,3 +186,19 @@ perm_of()
 	assert_output OK
 	assert_equal "$(perm_of "$MNT/session/ring/r")" 0x3f010000
 }
+
+@test "a user may create in a keyring it may write but not view, as add_key(2) lets it" {
+	need_u2
+	xset perm 0x3f030009 "$MNT/session"
+	mkdir "$MNT/session/ring"
+	xset perm 0x3f3f000c "$MNT/session/ring"	# others: write, search
+	run as2 sh -c "echo v >'$MNT/session/ring/k'"
+	assert_success
+	assert_equal "$(cat "$MNT/session/ring/k")" v
+	run as2_errno mkdir "$MNT/session/ring/r"
+	assert_output OK
+	# without write, refused at the create, not at the close
+	xset perm 0x3f3f0008 "$MNT/session/ring"
+	run as2_errno open "$MNT/session/ring/k3" wc
+	assert_output EACCES
+}

@@ -30,9 +30,16 @@ static int keyring_writable(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 {
 	struct key_info ki;
 	/* Its perm now (no size, no expiry): a keyring made read-only with
-	 * keyctl refuses a new entry at once, not at the close. */
+	 * keyctl refuses a new entry at once, not at the close.  add_key(2)
+	 * needs no view of the keyring: one the caller may write but not
+	 * view is described as keyfs, for the caller's check alone. */
 	int ret = ctx_describe(ctx, c, keyring, 0, &ki);
 
+	if (ret == -EACCES && c->uid != ctx->mounter.uid &&
+	    ctx_describe(ctx, &ctx->mounter, keyring, 0, &ki) == 0) {
+		ki.possessed = false;
+		ret = 0;
+	}
 	if (ret < 0)
 		return ret;
 	if (!keyfs_is_keyring_type(ki.type))
