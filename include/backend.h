@@ -147,10 +147,17 @@ struct keyfs_backend_ops {
 	 * Needs write on the keyring (and write on a key it updates); ENODEV
 	 * for an unknown type, EINVAL for a description the type refuses,
 	 * EFBIG over the type's payload limit, EDQUOT over the quota.  A new
-	 * key gets the type's default permission and the caller's ids. */
+	 * key gets the caller's ids and perm, or with perm NULL the type's
+	 * default permission.  A perm is set by the key's maker while it
+	 * possesses the key, as `keyctl add` into a keyring of one's own,
+	 * `keyctl setperm` and `keyctl move` would: so a caller that will not
+	 * possess the key (another uid than keyfs's) still gives it one, and
+	 * needs no setattr for it; perm must keep the possessor's link (the
+	 * move needs it), else EINVAL.  A key add updates keeps its own. */
 	int (*add)(struct keyfs_backend *b, const struct keyfs_cred *c,
 		   const char *type, const char *desc, const void *payload,
-		   size_t len, kserial_t keyring, kserial_t *out);
+		   size_t len, kserial_t keyring, const uint32_t *perm,
+		   kserial_t *out);
 	/* Whether add would take a new key of this type and description,
 	 * making nothing: the errno add would give for them (ENODEV for a
 	 * type the store lacks, EINVAL for a description the type refuses),

@@ -45,4 +45,12 @@ mode_t perm_to_mode(uint32_t perm);
  * possessed. */
 uint32_t perm_from_mode(uint32_t perm, mode_t mode);
 
+/* perm with the user class given the possessor's bits as well: what the
+ * owner of a key it will not possess needs to use it as its maker would. */
+uint32_t perm_owner_as_possessor(uint32_t perm);
+
+/* Whether perm may be given to a new key as add makes it (backend.h): no
+ * bits beyond 0x3f3f3f3f, and the possessor's link kept. */
+bool perm_add_ok(uint32_t perm);
+
 #endif

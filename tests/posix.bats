@@ -126,6 +126,8 @@ print(open(p).read())
 	assert_output ENOENT
 	assert_equal "$(cat "$MNT/session/ring/k2")" v
 	assert_equal "$(stat -c %u "$MNT/session/ring/k2")" "$U2UID"
-	# the new key keeps add_key's permission: the owner could not set it
-	assert_equal "$(xget perm "$MNT/session/ring/k2")" 0x3f010000
+	# the new key keeps the old one's permission, set by its maker
+	assert_equal "$(xget perm "$MNT/session/ring/k2")" 0x3f3f0000
+	run as2 cat "$MNT/session/ring/k2"
+	assert_output v
 }

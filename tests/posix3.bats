@@ -174,17 +174,38 @@ perm_of()
 	assert_equal "$(perm_of "$MNT/session/p")" 0x3f070000
 }
 
-@test "a creator that may not set a permission keeps the kernel's default" {
+@test "another user's new key and keyring take their mode, and that user may read, write and chmod them" {
 	need_u2
 	xset perm 0x3f030009 "$MNT/session"
 	mkdir "$MNT/session/ring"
 	xset perm 0x3f3f003f "$MNT/session/ring"
-	run as2 sh -c "umask 077 && echo v >'$MNT/session/ring/k'"
+	# It will not possess them (only the mounter's uid does, SPEC 5), so
+	# its owner class takes the possessor's share: view, link, setattr.
+	run as2 sh -c "umask 077 && echo v >'$MNT/session/ring/k' && cat '$MNT/session/ring/k'"
 	assert_success
-	assert_equal "$(perm_of "$MNT/session/ring/k")" 0x3f010000
-	run as2_errno mkdir "$MNT/session/ring/r"
-	assert_output OK
-	assert_equal "$(perm_of "$MNT/session/ring/r")" 0x3f010000
+	assert_output v
+	assert_equal "$(perm_of "$MNT/session/ring/k")" 0x3f370000
+	assert_equal "$(stat -c %u "$MNT/session/ring/k")" "$U2UID"
+	run as2 sh -c "chmod 640 '$MNT/session/ring/k' && echo w >>'$MNT/session/ring/k' && cat '$MNT/session/ring/k'"
+	assert_success
+	assert_output $'v\nw'
+	assert_equal "$(perm_of "$MNT/session/ring/k")" 0x3f370200
+	# the mounter still possesses it
+	assert_equal "$(cat "$MNT/session/ring/k")" $'v\nw'
+	run as2 sh -c "umask 022 && mkdir '$MNT/session/ring/r' && echo x >'$MNT/session/ring/r/y' && cat '$MNT/session/ring/r/y'"
+	assert_success
+	assert_output x
+	assert_equal "$(perm_of "$MNT/session/ring/r")" 0x3f3f0a0a
+	assert_equal "$(perm_of "$MNT/session/ring/r/y")" 0x3f370202
+	# a rename to a new name makes a new key that keeps all of that
+	run as2 mv "$MNT/session/ring/k" "$MNT/session/ring/k2"
+	assert_success
+	assert_equal "$(perm_of "$MNT/session/ring/k2")" 0x3f370200
+	run as2 cat "$MNT/session/ring/k2"
+	assert_output $'v\nw'
+	# a pending entry shows what the key will get
+	run as2 sh -c "umask 077 && touch '$MNT/session/ring/p' && getfattr --absolute-names --only-values -n user.keyfs.perm '$MNT/session/ring/p'"
+	assert_output 0x3f370000
 }
 
 @test "a user may create in a keyring it may write but not view, as add_key(2) lets it" {
@@ -192,9 +213,9 @@ perm_of()
 	xset perm 0x3f030009 "$MNT/session"
 	mkdir "$MNT/session/ring"
 	xset perm 0x3f3f000c "$MNT/session/ring"	# others: write, search
-	run as2 sh -c "echo v >'$MNT/session/ring/k'"
+	run as2 sh -c "echo v >'$MNT/session/ring/k' && cat '$MNT/session/ring/k'"
 	assert_success
-	assert_equal "$(cat "$MNT/session/ring/k")" v
+	assert_output v
 	run as2_errno mkdir "$MNT/session/ring/r"
 	assert_output OK
 	# without write, refused at the create, not at the close

@@ -188,6 +188,10 @@ as2_release()
 	refute_output OK
 	run cat "$MNT/session/ow/token"
 	assert_output rootsecret
+	# the entry was the second user's, but the payload is not: it may
+	# not read it (a key it writes itself it could, posix3.bats)
+	run as2_errno read "$MNT/session/ow/token"
+	assert_output EACCES
 }
 
 # ---- 15.4 and 16.2: writes of more than a page

@@ -174,17 +174,17 @@ static int mkdir_too_deep(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 	return ret;
 }
 
-/* The permission a new key of type gets for the mode given at its
- * creation (the caller's umask already applied by the kernel): the type's
- * default with the mode mapped as chmod maps it. */
-static int mode_perm(struct keyfs_ctx *ctx, const char *type, mode_t mode,
-		     uint32_t *out)
+/* The permission a new key of type made by c gets for the mode given at
+ * its creation (the caller's umask already applied by the kernel): the
+ * one it starts from with the mode mapped as chmod maps it. */
+static int mode_perm(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
+		     const char *type, mode_t mode, uint32_t *out)
 {
-	struct key_type_info ti;
-	int ret = keytype_info(ctx, type, &ti);
+	uint32_t perm;
+	int ret = keytype_new_perm(ctx, c->uid, type, &perm);
 
 	if (ret == 0)
-		*out = perm_from_mode(ti.default_perm, mode & 0777);
+		*out = perm_from_mode(perm, mode & 0777);
 	return ret;
 }
 
@@ -195,7 +195,7 @@ static int mkdir_mode(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 		      kserial_t keyring, kserial_t serial, mode_t mode)
 {
 	uint32_t perm;
-	int ret = mode_perm(ctx, "keyring", mode, &perm);
+	int ret = mode_perm(ctx, c, "keyring", mode, &perm);
 
 	if (ret == 0)
 		ret = BACKEND_CALL(ctx, setperm, c, serial, perm);
@@ -211,10 +211,13 @@ static int make_keyring(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 			kserial_t keyring, const char *desc, mode_t mode,
 			kserial_t *serial)
 {
+	uint32_t buf;
+	const uint32_t *perm = keytype_add_perm(ctx, c, "keyring", &buf);
 	int ret;
 
 	ctx_batch_begin(ctx);
-	ret = BACKEND_CALL(ctx, add, c, "keyring", desc, NULL, 0, keyring, serial);
+	ret = BACKEND_CALL(ctx, add, c, "keyring", desc, NULL, 0, keyring, perm,
+			   serial);
 	if (ret == 0) {
 		ret = mkdir_too_deep(ctx, c, keyring, desc);
 		if (ret < 0)
@@ -344,7 +347,7 @@ static void pending_mode(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 {
 	uint32_t perm;
 
-	if (mode_perm(ctx, n->pk->type, mode, &perm) == 0 &&
+	if (mode_perm(ctx, c, n->pk->type, mode, &perm) == 0 &&
 	    pending_setperm(ctx, c, n, perm) == 0)
 		n->pk->perm_from_mode = true;
 }

@@ -10,6 +10,7 @@
 #include "attr.h"
 #include "fs-ops.h"
 #include "handle.h"
+#include "keytype.h"
 #include "names.h"
 #include "pending.h"
 
@@ -125,6 +126,7 @@ static int rename_payload(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 {
 	struct handle *h = NULL;
 	bool made = false;
+	uint32_t perm;
 	int ret = handle_open_key(ctx, c, src, O_RDONLY, &h);
 
 	if (ret < 0)
@@ -133,7 +135,8 @@ static int rename_payload(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 	if (*target) {
 		ret = handle_update_payload(ctx, c, *target, h->buf, h->len);
 	} else {
-		ret = BACKEND_CALL(ctx, add, c, type, desc, h->buf, h->len, keyring, target);
+		ret = BACKEND_CALL(ctx, add, c, type, desc, h->buf, h->len, keyring,
+				   keytype_add_perm(ctx, c, type, &perm), target);
 		made = ret == 0;
 		if (ret == 0)
 			ret = carry_attrs(ctx, c, *target, ki);

@@ -332,7 +332,7 @@ int handle_commit(struct keyfs_ctx *ctx, struct handle *h)
 			return 0;
 		}
 		/* Made as its creator, whoever writes it. */
-		ret = pending_instantiate(ctx, h->node, h->buf, h->len, &h->serial);
+		ret = pending_instantiate(ctx, c, h->node, h->buf, h->len, &h->serial);
 	} else {
 		ret = handle_update_payload(ctx, c, h->serial, h->buf, h->len);
 		/* removed meanwhile: as a pending entry someone else removed */

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "keytype.h"
+#include "perm.h"
 
 /*
  * What keyfs assumed of every type before the type_info slot existed:
@@ -31,4 +32,37 @@ int keytype_info(struct keyfs_ctx *ctx, const char *type,
 		ret = 0;
 	}
 	return ret;
+}
+
+/*
+ * The kernel gives a new key's possessor every right and its owning user
+ * view only: the maker possesses what it adds to its own keyrings.  keyfs
+ * possesses keys for the mounter's uid alone, so a key another user makes
+ * through an allow_other mount is possessed by nobody of that user's: with
+ * the kernel's default its maker could not even read it back, nor chmod
+ * it.  Its owner class takes the possessor's share instead, which is what
+ * that user gets with keyctl by adding the key to a keyring of its own,
+ * setting the permission and linking it where it belongs.
+ */
+int keytype_new_perm(struct keyfs_ctx *ctx, uid_t uid, const char *type,
+		     uint32_t *out)
+{
+	struct key_type_info ti;
+	int ret = keytype_info(ctx, type, &ti);
+
+	if (ret < 0)
+		return ret;
+	*out = uid == ctx->mounter.uid ? ti.default_perm :
+	       perm_owner_as_possessor(ti.default_perm);
+	return 0;
+}
+
+const uint32_t *keytype_add_perm(struct keyfs_ctx *ctx,
+				 const struct keyfs_cred *c, const char *type,
+				 uint32_t *buf)
+{
+	if (c->uid == ctx->mounter.uid ||
+	    keytype_new_perm(ctx, c->uid, type, buf) < 0)
+		return NULL;
+	return buf;
 }

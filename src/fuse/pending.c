@@ -54,8 +54,9 @@ int pending_info(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 		 const struct node *n, struct key_info *ki)
 {
 	struct key_info parent;
-	struct key_type_info ti;
-	int ret = n->pk->perm_set ? 0 : keytype_info(ctx, n->pk->type, &ti);
+	uint32_t perm = n->pk->perm;
+	int ret = n->pk->perm_set ? 0 :
+		  keytype_new_perm(ctx, n->pk->creator.uid, n->pk->type, &perm);
 
 	if (ret < 0)
 		return ret;
@@ -64,8 +65,8 @@ int pending_info(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 	snprintf(ki->desc, sizeof(ki->desc), "%s", n->pk->desc);
 	ki->uid = n->pk->uid;
 	ki->gid = n->pk->gid;
-	/* What add_key(2) will give the key, until the entry is given its own. */
-	ki->perm = n->pk->perm_set ? n->pk->perm : ti.default_perm;
+	/* What add will give the key, until the entry is given its own. */
+	ki->perm = perm;
 	ki->state = KEY_STATE_PENDING;
 	ki->expiry = n->pk->expiry;
 	ki->nlink = n->unlinked ? 0 : 1;
@@ -290,16 +291,25 @@ int pending_commit_check(const struct node *n, unsigned taken_at_open)
 	return n->pk->taken != taken_at_open ? -ENOENT : 0;
 }
 
-/* The key of n with its attributes: the backend calls of one create. */
-static int instantiate(struct keyfs_ctx *ctx, struct node *n,
-		       const void *buf, size_t len, kserial_t *out)
+/* The key of n with its attributes: the backend calls of one create.
+ * A creator that will not possess the key gets its owner's share
+ * (keytype_add_perm) for a payload of its own only: one another user
+ * wrote into its entry gets the kernel's default, which lets the creator
+ * view the key and no more, as before that share existed (a secret
+ * stored under a name someone else holds open is not handed to them). */
+static int instantiate(struct keyfs_ctx *ctx, const struct keyfs_cred *writer,
+		       struct node *n, const void *buf, size_t len,
+		       kserial_t *out)
 {
 	const struct keyfs_cred *c = &n->pk->creator;
 	kserial_t serial;
 	time_t now = time(NULL);
+	uint32_t perm;
 	int ret;
 
 	ret = BACKEND_CALL(ctx, add, c, n->pk->type, n->pk->desc, buf, len, n->pk->parent,
+			   writer->uid == c->uid ?
+			   keytype_add_perm(ctx, c, n->pk->type, &perm) : NULL,
 			   &serial);
 	if (ret < 0)
 		return ret;
@@ -351,15 +361,16 @@ static void forget_created_name(struct keyfs_ctx *ctx, const struct node *n)
 		ctx_forget_name(ctx, tree_ino(ctx, n->pk->parent), name);
 }
 
-int pending_instantiate(struct keyfs_ctx *ctx, struct node *n,
-			const void *buf, size_t len, kserial_t *out)
+int pending_instantiate(struct keyfs_ctx *ctx, const struct keyfs_cred *writer,
+			struct node *n, const void *buf, size_t len,
+			kserial_t *out)
 {
 	kserial_t serial = 0;
 	int ret;
 
 	/* One change of a store, however many calls: one record, one fsync. */
 	ctx_batch_begin(ctx);
-	ret = instantiate(ctx, n, buf, len, &serial);
+	ret = instantiate(ctx, writer, n, buf, len, &serial);
 	ret = ctx_batch_end(ctx, ret);
 	if (ret < 0) {
 		/* Nothing is left of a failed create: the entry goes with it

@@ -58,8 +58,10 @@ int pending_commit_check(const struct node *n, unsigned taken_at_open);
 bool pending_listed_as(const struct node *n, const char *name);
 /* Make the key with the creator's credentials, then apply what was set on
  * the entry.  All or nothing: on failure the key is unlinked again and the
- * entry is gone too, so a failed create leaves nothing behind. */
-int pending_instantiate(struct keyfs_ctx *ctx, struct node *n,
-			const void *buf, size_t len, kserial_t *out);
+ * entry is gone too, so a failed create leaves nothing behind.  writer:
+ * whose payload it is (see keytype_add_perm's use in pending.c). */
+int pending_instantiate(struct keyfs_ctx *ctx, const struct keyfs_cred *writer,
+			struct node *n, const void *buf, size_t len,
+			kserial_t *out);
 
 #endif

@@ -163,7 +163,9 @@ struct keyfs_backend {
  * caller alone, on the key it acts on, before it changes anything.
  */
 enum stranger_op {
-	ST_ADD,		/* add_key(type, desc, payload, len, ring) */
+	ST_ADD,		/* add_key(type, desc, payload, len, ring); with a
+			 * perm, into the child's own session keyring, then
+			 * linked into ring and given perm there */
 	ST_REQUEST,	/* search tops; link what is found into ring; else
 			 * with a callout, request_key(2) into ring */
 };
@@ -176,6 +178,7 @@ struct stranger {
 	const void *payload;
 	size_t len;
 	kserial_t ring;
+	const uint32_t *perm;		/* ST_ADD: NULL, or the new key's */
 	kserial_t tops[ST_TOPS];	/* 0: none */
 };
 
@@ -398,7 +401,7 @@ int kernel_search(struct keyfs_backend *b, const struct keyfs_cred *c,
 /* ---- the mutating slots (keyctl.c) ---- */
 int kernel_add(struct keyfs_backend *b, const struct keyfs_cred *c,
 	       const char *type, const char *desc, const void *payload, size_t len,
-	       kserial_t keyring, kserial_t *out);
+	       kserial_t keyring, const uint32_t *perm, kserial_t *out);
 int kernel_update(struct keyfs_backend *b, const struct keyfs_cred *c,
 		  kserial_t key, const void *payload, size_t len);
 int kernel_link(struct keyfs_backend *b, const struct keyfs_cred *c,

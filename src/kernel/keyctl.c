@@ -29,24 +29,30 @@ static void note_added(struct keyfs_backend *b, kserial_t ring, kserial_t s,
 /* add_key(2) updates the key of that type and description already in the
  * keyring, and takes write on it.  For a caller other than the mounter that
  * key is the one in the keyring at the moment of the call, which no index
- * of keyfs's can tell: the kernel checks it, without keyfs's possession. */
+ * of keyfs's can tell: the kernel checks it, without keyfs's possession.
+ * A perm is set in the child too, where the caller possesses the new key
+ * (stranger_run); the mounter's rare perm goes the same way, since it may
+ * make a key deeper than its possession reaches. */
 int kernel_add(struct keyfs_backend *b, const struct keyfs_cred *c,
 	       const char *type, const char *desc, const void *payload,
-	       size_t len, kserial_t keyring, kserial_t *out)
+	       size_t len, kserial_t keyring, const uint32_t *perm,
+	       kserial_t *out)
 {
 	struct stranger st = {
 		.op = ST_ADD, .type = type, .desc = desc, .payload = payload,
-		.len = len, .ring = keyring,
+		.len = len, .ring = keyring, .perm = perm,
 	};
 	long s;
 	int ret;
 
 	ret = ktype_payload_check(type, len);
+	if (ret == 0 && perm && !perm_add_ok(*perm))
+		ret = -EINVAL;
 	if (ret == 0)
 		ret = kkey_check(b, c, keyring, KEYFS_PERM_WRITE, 0);
 	if (ret < 0)
 		return ret;
-	if (is_mounter(b, c)) {
+	if (is_mounter(b, c) && !perm) {
 		s = add_key(type, desc, payload, len, keyring);
 		if (s < 0)
 			s = -errno;

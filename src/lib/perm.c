@@ -150,3 +150,14 @@ uint32_t perm_from_mode(uint32_t perm, mode_t mode)
 	       mode_to_class(mode, 3) << KEYFS_GRP_SHIFT |
 	       mode_to_class(mode, 0) << KEYFS_OTH_SHIFT;
 }
+
+uint32_t perm_owner_as_possessor(uint32_t perm)
+{
+	return perm | CLASS(perm, KEYFS_POS_SHIFT) << KEYFS_USR_SHIFT;
+}
+
+bool perm_add_ok(uint32_t perm)
+{
+	return !(perm & ~(uint32_t)0x3f3f3f3f) &&
+	       (CLASS(perm, KEYFS_POS_SHIFT) & KEYFS_PERM_LINK);
+}

@@ -59,10 +59,12 @@ static int add_new(struct keyfs_backend *b, const struct keyfs_cred *c,
  * the keyring (write), then the type (ENODEV), the description and the
  * payload, the keyring's restriction; a live key of an updatable type
  * with this description in the keyring is updated in place, else a new
- * key displaces whatever had the name. */
+ * key displaces whatever had the name.  A new key takes perm, given by
+ * its maker (backend.h). */
 int mem_add(struct keyfs_backend *b, const struct keyfs_cred *c,
 	    const char *type, const char *desc, const void *payload,
-	    size_t len, kserial_t keyring, kserial_t *out)
+	    size_t len, kserial_t keyring, const uint32_t *perm,
+	    kserial_t *out)
 {
 	const struct mkey_type *t = NULL;
 	struct mkey_prep prep = { 0 };
@@ -74,6 +76,8 @@ int mem_add(struct keyfs_backend *b, const struct keyfs_cred *c,
 		return -EINVAL;
 	if (type[0] == '.' || (keyfs_is_keyring_type(type) && desc[0] == '.'))
 		return -EPERM;
+	if (perm && !perm_add_ok(*perm))
+		return -EINVAL;
 	mem_begin(b);
 	ret = mem_lookup_keyring(b, c, keyring, MEM_LOOKUP_CREATE,
 				 KEYFS_PERM_WRITE, &kr);
@@ -93,6 +97,8 @@ int mem_add(struct keyfs_backend *b, const struct keyfs_cred *c,
 		k = old;
 	} else {
 		ret = add_new(b, c, kr, t, desc, &prep, &k);
+		if (ret == 0 && perm)
+			k->perm = *perm;
 	}
 	if (ret < 0)
 		goto fail;

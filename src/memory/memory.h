@@ -568,7 +568,8 @@ int mem_persistent(struct keyfs_backend *b, const struct keyfs_cred *c,
 
 int mem_add(struct keyfs_backend *b, const struct keyfs_cred *c,
 	    const char *type, const char *desc, const void *payload,
-	    size_t len, kserial_t keyring, kserial_t *out);
+	    size_t len, kserial_t keyring, const uint32_t *perm,
+	    kserial_t *out);
 int mem_check_new(struct keyfs_backend *b, const char *type,
 		  const char *desc);
 int mem_update(struct keyfs_backend *b, const struct keyfs_cred *c,

@@ -33,7 +33,7 @@ static kserial_t add(const struct keyfs_cred *c, const char *type,
 	int ret;
 
 	ret = ops->add(be, c, type, desc, payload,
-		       payload ? strlen(payload) : 0, ring, &s);
+		       payload ? strlen(payload) : 0, ring, NULL, &s);
 	return ret < 0 ? ret : s;
 }
 
@@ -231,11 +231,11 @@ static void test_limits(kserial_t ring)
 
 	memset(big, 'a', KEYFS_USER_PAYLOAD_MAX + 1);
 	is_int(ops->add(be, &me, "user", "big", big,
-			KEYFS_USER_PAYLOAD_MAX + 1, ring, &k), -EFBIG,
+			KEYFS_USER_PAYLOAD_MAX + 1, ring, NULL, &k), -EFBIG,
 	       "32768 bytes: EFBIG");
 	if (root) {
 		is_int(ops->add(be, &me, "user", "big", big,
-				KEYFS_USER_PAYLOAD_MAX, ring, &k), 0,
+				KEYFS_USER_PAYLOAD_MAX, ring, NULL, &k), 0,
 		       "32767 bytes fit");
 		is_int(ops->update(be, &me, k, big,
 				   KEYFS_USER_PAYLOAD_MAX + 1),
@@ -447,6 +447,47 @@ static void test_request(kserial_t ring)
 	test_request_cancel(ring);
 }
 
+/* add with a perm for another uid: made in the child's own keyring, so
+ * the owner gives it a perm it could not setperm after; the kernel shows
+ * it so. */
+static void test_other_user_perm(kserial_t ring)
+{
+	uint32_t perm = 0x3f370000;
+	kserial_t k = 0, k2 = 0;
+	struct key_info ki;
+	char *s, desc[256];
+	int err;
+
+	is_int(ops->add(be, &nobody, "user", "made", "m", 1, ring, &perm, &k),
+	       0, "another uid adds with a perm");
+	is_int(ops->describe(be, &nobody, k, &ki), 0, "and views its key");
+	is_int(ki.uid, NOBODY, "which is its own");
+	ok(keyctl_describe(k, desc, sizeof(desc)) > 0 &&
+	   strstr(desc, ";3f370000;") != NULL, "the kernel has the perm (%s)",
+	   desc);
+	s = read_str(&nobody, k, &err);
+	is_str(s, "m", "it reads the key back");
+	free(s);
+	ok(listed(&me, ring, k), "the key is linked where asked");
+	perm = 0x3f370202;
+	is_int(ops->add(be, &nobody, "user", "made", "n", 1, ring, &perm, &k2),
+	       0, "a second add with a perm");
+	is_int(k2, k, "updates the key it finds, as add_key does");
+	s = read_str(&nobody, k, &err);
+	is_str(s, "n", "which takes the payload");
+	free(s);
+	perm = 0x2f370000;
+	is_int(ops->add(be, &nobody, "user", "made2", "m", 1, ring, &perm, &k2),
+	       -EINVAL, "a perm without the possessor's link: EINVAL");
+	/* a key of that name the caller may not write is not displaced */
+	ops->setperm(be, &me, k, 0x3f010000);
+	perm = 0x3f370000;
+	is_int(ops->add(be, &nobody, "user", "made", "x", 1, ring, &perm, &k2),
+	       -EACCES, "a name held by a key it may not write: EACCES");
+	ok(listed(&me, ring, k), "and that key stays");
+	ops->unlink(be, &me, k, ring);
+}
+
 static void test_other_user(kserial_t ring)
 {
 	kserial_t k, mine, found = 0;
@@ -505,6 +546,7 @@ static void test_other_user(kserial_t ring)
 	free(text);
 	is_int(ops->unlink(be, &nobody, mine, ring), 0,
 	       "unlink in a keyring it may write");
+	test_other_user_perm(ring);
 	ops->unlink(be, &me, k, ring);
 	ops->setperm(be, &me, ring, 0x3f130000);
 }
@@ -620,7 +662,7 @@ static void test_type_info(kserial_t ring)
 	       "type_info of an unknown type is ENODEV");
 	is_int(ops->check_new(be, "no-such-type", "x"), -ENODEV,
 	       "check_new agrees");
-	is_int(ops->add(be, &me, "user", "keyfs-ti", big, sizeof(big), ring,
+	is_int(ops->add(be, &me, "user", "keyfs-ti", big, sizeof(big), ring, NULL,
 			&(kserial_t){ 0 }), -EFBIG,
 	       "add over type_info's limit is EFBIG");
 }

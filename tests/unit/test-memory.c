@@ -48,7 +48,7 @@ static kserial_t add(struct keyfs_backend *b, const struct keyfs_cred *c,
 {
 	kserial_t s = 0;
 	int ret = ops->add(b, c, type, desc, payload,
-			   payload ? strlen(payload) : 0, keyring, &s);
+			   payload ? strlen(payload) : 0, keyring, NULL, &s);
 
 	return ret < 0 ? ret : s;
 }
@@ -154,15 +154,15 @@ static void test_add(struct keyfs_backend *b)
 	is_int(add(b, &me, "keyring", "kr", "data", s), -EINVAL,
 	       "keyring with a payload: EINVAL");
 	memset(big, 'x', sizeof(big));
-	is_int(ops->add(b, &me, "user", "big", big, 32768, s, &found), -EFBIG,
+	is_int(ops->add(b, &me, "user", "big", big, 32768, s, NULL, &found), -EFBIG,
 	       "user payload over 32767: EFBIG");
-	is_int(ops->add(b, &me, "big_key", "big", big, 10000, s, &found), 0,
+	is_int(ops->add(b, &me, "big_key", "big", big, 10000, s, NULL, &found), 0,
 	       "big_key");
 	is_int(ops->add(b, &me, "big_key", "big", big, KEYFS_BIG_PAYLOAD_MAX + 1,
-			s, &found), -EFBIG, "big_key over 1 MiB: EFBIG");
-	is_int(ops->add(b, &me, "user", "k", "x", 1, k, &found), -ENOTDIR,
+			s, NULL, &found), -EFBIG, "big_key over 1 MiB: EFBIG");
+	is_int(ops->add(b, &me, "user", "k", "x", 1, k, NULL, &found), -ENOTDIR,
 	       "add into a non-keyring: ENOTDIR");
-	is_int(ops->add(b, &me, "user", "k", "x", 1, 12345, &found), -ENOKEY,
+	is_int(ops->add(b, &me, "user", "k", "x", 1, 12345, NULL, &found), -ENOKEY,
 	       "add into a missing keyring: ENOKEY");
 	is_int(ops->update(b, &me, k, "new", 3), 0, "update");
 	is_str(read_str(b, &me, k), "new", "updated payload");
@@ -420,7 +420,7 @@ static void test_quota(struct keyfs_backend *b)
 	memset(big, 'x', sizeof(big));
 	if (q1.maxbytes <= KEYFS_USER_PAYLOAD_MAX)
 		is_int(ops->add(b, &stranger, "user", "big", big, q1.maxbytes,
-				kr, &k), -EDQUOT, "a payload past maxbytes: EDQUOT");
+				kr, NULL, &k), -EDQUOT, "a payload past maxbytes: EDQUOT");
 	else
 		ok(1, "# SKIP maxbytes %lu takes any user payload", q1.maxbytes);
 	for (;;) {
@@ -935,7 +935,7 @@ static void test_type_info(struct keyfs_backend *b)
 		is_int((long)ti.default_perm, (long)want[i].perm, "%s: default perm", t);
 		ok(ti.readable == want[i].readable, "%s: readable", t);
 		is_int(ops->add(b, &me, t, keyring ? "ti-ring" : "ti:key",
-				keyring ? NULL : "x", keyring ? 0 : 1, s, &k),
+				keyring ? NULL : "x", keyring ? 0 : 1, s, NULL, &k),
 		       0, "%s: add", t);
 		is_int(ops->describe(b, &me, k, &ki), 0, "%s: describe", t);
 		is_int((long)ki.perm, (long)ti.default_perm,
@@ -1050,6 +1050,40 @@ static void test_gc_queue(void)
 	ops->destroy(b);
 }
 
+/* add with a perm: the maker gives it at once, even one that will not
+ * possess the key and so could not setperm it after. */
+static void test_add_perm(struct keyfs_backend *b)
+{
+	kserial_t s = spec(b, KEYFS_SPEC_SESSION), ring, k, k2 = 0, found;
+	uint32_t perm = 0x3f370000, bad = 0x40000000;
+	struct key_info ki;
+
+	ring = add(b, &me, "keyring", "open-ring", NULL, s);
+	ops->setperm(b, &me, ring, 0x3f3f0f0f);
+	is_int(ops->add(b, &stranger, "user", "sk", "v", 1, ring, &bad, &k),
+	       -EINVAL, "add with unknown perm bits: EINVAL");
+	is_int(ops->add(b, &stranger, "user", "sk", "v", 1, ring, &perm, &k),
+	       0, "a stranger adds with a perm");
+	is_int(ops->describe(b, &stranger, k, &ki), 0, "and views its key");
+	is_int(ki.perm, 0x3f370000, "which has the perm");
+	is_int(ki.uid, STRANGER, "and the stranger's uid");
+	is_str(read_str(b, &stranger, k), "v", "the stranger reads it back");
+	is_int(ops->setperm(b, &stranger, k, 0x3f3f0000), 0,
+	       "and may setperm it");
+	perm = 0x3f370202;
+	is_int(ops->add(b, &stranger, "user", "sk", "w", 1, ring, &perm, &k2),
+	       0, "a second add with a perm");
+	is_int(k2, k, "updates the key it finds, as add_key does");
+	ops->describe(b, &stranger, k, &ki);
+	is_int(ki.perm, 0x3f3f0000, "which keeps its own perm");
+	is_str(read_str(b, &stranger, k), "w", "and takes the payload");
+	perm = 0x2f370000;
+	is_int(ops->add(b, &stranger, "user", "sk2", "v", 1, ring, &perm, &k),
+	       -EINVAL, "a perm without the possessor's link: EINVAL");
+	is_int(ops->find(b, &me, ring, "user", "sk2", &found), -ENOKEY,
+	       "and nothing made");
+}
+
 int main(void)
 {
 	struct keyfs_backend *b;
@@ -1067,6 +1101,7 @@ int main(void)
 		test_many_parents(b);
 		test_states(b);
 		test_perms(b);
+		test_add_perm(b);
 		test_quota(b);
 		test_text(b);
 		test_type_info(b);

@@ -121,6 +121,13 @@ static void test_mode(void)
 	       "mode round-trips through perm");
 	is_int(perm_from_mode(0x3f010000, 0700) & 0x31313131, 0x31010000,
 	       "view, link and setattr survive chmod");
+
+	is_int(perm_owner_as_possessor(0x3f010000), 0x3f3f0000,
+	       "the owner class takes the possessor's share");
+	is_int(perm_owner_as_possessor(0x3d010203), 0x3d3d0203,
+	       "group and other stay as they were");
+	is_int(perm_from_mode(perm_owner_as_possessor(0x3f010000), 0600),
+	       0x3f370000, "and chmod 600 keeps its view, link and setattr");
 }
 
 /* keyctl_setperm_key() and keyctl_chown_key() after the setattr check. */
