@@ -167,3 +167,36 @@ PY
 	assert_output "4 b'hxyz' -
 4 b'\\x00xyz' 0"
 }
+
+@test "fallocate grows an open key file with zeros, keeps its size with -n, refuses holes" {
+	run fallocate -l 10 "$MNT/session/f"
+	assert_success
+	assert_equal "$(fsize "$MNT/session/f")" 10
+	assert_equal "$(xget state "$MNT/session/f")" valid
+	assert_equal "$(od -An -tx1 "$MNT/session/f" | tr -d ' \n')" 00000000000000000000
+	echo abc >"$MNT/session/g"
+	run fallocate -n -l 100 "$MNT/session/g"
+	assert_success
+	run fallocate -l 2 "$MNT/session/g"	# within: nothing changes
+	assert_success
+	assert_equal "$(cat "$MNT/session/g")" abc
+	run fallocate -o 2 -l 3 "$MNT/session/g"
+	assert_success
+	assert_equal "$(fsize "$MNT/session/g")" 5
+	run fallocate -p -o 0 -l 2 "$MNT/session/g"
+	assert_failure
+	run fallocate -l 40000 "$MNT/session/g"
+	assert_failure
+	assert_output --partial "too large"
+	assert_equal "$(fsize "$MNT/session/g")" 5
+	# posix_fallocate, then a write within the range, as preallocating tools do
+	run "$KEYFS_PY" -c '
+import os, sys
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT, 0o600)
+os.posix_fallocate(fd, 0, 5)
+os.write(fd, b"ab")
+print(os.fstat(fd).st_size)
+os.close(fd)' "$MNT/session/p"
+	assert_output 5
+	assert_equal "$(od -An -c "$MNT/session/p" | tr -d ' \n')" 'ab\0\0\0'
+}

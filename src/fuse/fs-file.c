@@ -348,6 +348,17 @@ void fs_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 		fuse_reply_write(req, (size_t)ret);
 }
 
+void fs_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset,
+		  off_t length, struct fuse_file_info *fi)
+{
+	struct handle *h = (struct handle *)(uintptr_t)fi->fh;
+	int ret = h->kind == H_KEY ? handle_allocate(h, mode, offset, length) :
+		  -EOPNOTSUPP;
+
+	(void)ino;
+	fuse_reply_err(req, -ret);
+}
+
 /* Every write comes here (libfuse prefers write_buf to write): unlike
  * write's const buffer, the bufvec is ours to change, so the payload libfuse
  * read into its request buffer is wiped once fs_write has taken its copy. */

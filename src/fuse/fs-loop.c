@@ -126,6 +126,9 @@ LOCKED(release, (fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi),
        req, ino, fi)
 LOCKED(fsync, (fuse_req_t req, fuse_ino_t ino, int datasync,
 	       struct fuse_file_info *fi), req, ino, datasync, fi)
+LOCKED(fallocate, (fuse_req_t req, fuse_ino_t ino, int mode, off_t offset,
+		   off_t length, struct fuse_file_info *fi),
+       req, ino, mode, offset, length, fi)
 LOCKED(opendir, (fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi),
        req, ino, fi)
 LOCKED(readdir, (fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
@@ -188,6 +191,7 @@ static void locked_ops(const struct fuse_lowlevel_ops *ops,
 	WRAP(flush);
 	WRAP(release);
 	WRAP(fsync);
+	WRAP(fallocate);
 	WRAP(opendir);
 	WRAP(readdir);
 	WRAP(readdirplus);

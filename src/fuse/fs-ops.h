@@ -93,6 +93,8 @@ void fs_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void fs_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
 	      struct fuse_file_info *fi);
 void fs_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void fs_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset,
+		  off_t length, struct fuse_file_info *fi);
 /* fs-dir.c */
 void fs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void fs_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,

@@ -38,6 +38,7 @@ static const struct fuse_lowlevel_ops keyfs_ll_ops = {
 	.flush = fs_flush,
 	.release = fs_release,
 	.fsync = fs_fsync,
+	.fallocate = fs_fallocate,
 	.opendir = fs_opendir,
 	.readdir = fs_readdir,
 	.readdirplus = fs_readdirplus,

@@ -280,6 +280,23 @@ int handle_truncate(struct handle *h, off_t size)
 	return 0;
 }
 
+/* A payload has no blocks to reserve, holes or ranges to move: a size
+ * is all fallocate can give it.  Tools call it before writing (fallocate
+ * -l, posix_fallocate through the kernel, downloaders preallocating); a
+ * refusal left their file a pending entry of size 0. */
+int handle_allocate(struct handle *h, int mode, off_t off, off_t len)
+{
+	if (mode & ~FALLOC_FL_KEEP_SIZE)
+		return -EOPNOTSUPP;
+	if (off < 0 || len <= 0)
+		return -EINVAL;
+	if ((uint64_t)off > h->max || (uint64_t)len > h->max - (uint64_t)off)
+		return (mode & FALLOC_FL_KEEP_SIZE) ? 0 : -EFBIG;
+	if ((mode & FALLOC_FL_KEEP_SIZE) || (size_t)(off + len) <= h->len)
+		return 0;
+	return handle_truncate(h, off + len);
+}
+
 int handle_update_payload(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 			  kserial_t serial, const void *buf, size_t len)
 {

@@ -48,6 +48,10 @@ size_t handle_read(const struct handle *h, off_t off, size_t size,
  * the handle then commits nothing). */
 ssize_t handle_write(struct handle *h, off_t off, const void *data, size_t size);
 int handle_truncate(struct handle *h, off_t size);
+/* fallocate(2) of [off, off + len) with mode: 0 grows the buffer with
+ * zeros to off + len (never shrinks it), FALLOC_FL_KEEP_SIZE changes
+ * nothing; other modes EOPNOTSUPP, past the type's limit EFBIG. */
+int handle_allocate(struct handle *h, int mode, off_t off, off_t len);
 /* Commit the buffer as one update (or instantiate a pending entry), with
  * the opener's credentials.  0 or the -errno that close(2) reports. */
 int handle_commit(struct keyfs_ctx *ctx, struct handle *h);
