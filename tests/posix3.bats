@@ -223,3 +223,22 @@ perm_of()
 	run as2_errno open "$MNT/session/ring/k3" wc
 	assert_output EACCES
 }
+
+@test "cp -p and tar -p by a user keep what they may and skip the ownership they may not, as on any file system" {
+	need_u2
+	xset perm 0x3f030009 "$MNT/session"
+	mkdir "$MNT/session/ring"
+	xset perm 0x3f3f003f "$MNT/session/ring"
+	local src=$BATS_TEST_TMPDIR/src
+	mkdir -p "$src"
+	echo v >"$src/f"	# root's: the user may not give the key to root
+	chmod 644 "$src/f"
+	chmod 755 "$BATS_TEST_TMPDIR" "$src"
+	run as2 cp -p "$src/f" "$MNT/session/ring/f"
+	assert_success
+	assert_output ''
+	assert_equal "$(stat -c %u "$MNT/session/ring/f")" "$U2UID"
+	assert_equal "$(cat "$MNT/session/ring/f")" v
+	run as2_errno chown "$MNT/session/ring/f" 0 0
+	assert_output EPERM
+}

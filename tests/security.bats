@@ -58,7 +58,7 @@ except OSError as e:
 	run as2_errno chmod "$p" 777
 	assert_output EACCES
 	run as2_errno chown "$p" "$U2UID" "$U2GID"
-	assert_output EACCES
+	assert_output EPERM
 	run as2_errno setxattr "$p" user.keyfs.perm 0x3f3f3f3f
 	assert_output EACCES
 	run as2_errno setxattr "$p" user.keyfs.expiry +100

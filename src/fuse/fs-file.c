@@ -74,14 +74,22 @@ static int set_mode(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 	return BACKEND_CALL(ctx, setperm, c, tn->serial, perm_from_mode(ki.perm, mode));
 }
 
+/* chown(2) answers EPERM where it may not change the owner, on every file
+ * system, and tools rely on it: cp -p, tar and rsync run as a user skip
+ * an ownership they cannot keep on EPERM alone, and fail on keyctl
+ * chown's EACCES (the chown control command keeps keyctl's). */
 static int set_owner(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 		     const struct tnode *tn, uid_t uid, gid_t gid)
 {
+	int ret;
+
 	if (tn->kind == T_PENDING && !tn->serial)
-		return pending_chown(ctx, c, tn->node, uid, gid);
-	if (tn->kind != T_KEY && tn->kind != T_PENDING)
-		return -EPERM;
-	return BACKEND_CALL(ctx, chown, c, tn->serial, uid, gid);
+		ret = pending_chown(ctx, c, tn->node, uid, gid);
+	else if (tn->kind != T_KEY && tn->kind != T_PENDING)
+		ret = -EPERM;
+	else
+		ret = BACKEND_CALL(ctx, chown, c, tn->serial, uid, gid);
+	return ret == -EACCES ? -EPERM : ret;
 }
 
 /* truncate(2) with no open file: one update of the cut payload. */
