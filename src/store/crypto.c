@@ -261,13 +261,29 @@ static char *b64_alloc(const unsigned char *in, size_t len, size_t *outlen)
 	return s;
 }
 
+/* Is every byte of in one of base64's?  libsodium 1.0.18 (Debian 12's)
+ * decodes some bytes outside it as characters of it ('/' with the high bit
+ * set, 0xaf, as '/'), so a flipped bit there would go unseen. */
+static bool b64_alphabet(const char *in, size_t len)
+{
+	for (size_t i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)in[i];
+
+		if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+		      (c >= '0' && c <= '9') || c == '+' || c == '/' || c == '='))
+			return false;
+	}
+	return true;
+}
+
 /* Strict base64 of exactly len characters into out (room bytes). */
 static int b64_decode(const char *in, size_t len, unsigned char *out, size_t room,
 		      size_t *outlen)
 {
 	const char *end;
 
-	if (sodium_base642bin(out, room, in, len, NULL, outlen, &end, B64) != 0 ||
+	if (!b64_alphabet(in, len) ||
+	    sodium_base642bin(out, room, in, len, NULL, outlen, &end, B64) != 0 ||
 	    end != in + len)
 		return -EBADMSG;
 	return 0;
