@@ -42,7 +42,7 @@ int keytype_info(struct keyfs_ctx *ctx, const char *type,
  * the kernel's default its maker could not even read it back, nor chmod
  * it.  Its owner class takes the possessor's share instead, which is what
  * that user gets with keyctl by adding the key to a keyring of its own,
- * setting the permission and linking it where it belongs.
+ * setting the permission and moving it where it belongs.
  */
 int keytype_new_perm(struct keyfs_ctx *ctx, uid_t uid, const char *type,
 		     uint32_t *out)

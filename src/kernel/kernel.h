@@ -164,8 +164,8 @@ struct keyfs_backend {
  */
 enum stranger_op {
 	ST_ADD,		/* add_key(type, desc, payload, len, ring); with a
-			 * perm, into the child's own session keyring, then
-			 * linked into ring and given perm there */
+			 * perm, into the child's own session keyring, given
+			 * perm there and moved into ring (add_with_perm) */
 	ST_REQUEST,	/* search tops; link what is found into ring; else
 			 * with a callout, request_key(2) into ring */
 };

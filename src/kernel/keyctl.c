@@ -31,8 +31,8 @@ static void note_added(struct keyfs_backend *b, kserial_t ring, kserial_t s,
  * key is the one in the keyring at the moment of the call, which no index
  * of keyfs's can tell: the kernel checks it, without keyfs's possession.
  * A perm is set in the child too, where the caller possesses the new key
- * (stranger_run); the mounter's rare perm goes the same way, since it may
- * make a key deeper than its possession reaches. */
+ * (stranger_run); so is the mounter's, should a caller pass one: it may
+ * make a key deeper than its own possession reaches. */
 int kernel_add(struct keyfs_backend *b, const struct keyfs_cred *c,
 	       const char *type, const char *desc, const void *payload,
 	       size_t len, kserial_t keyring, const uint32_t *perm,
