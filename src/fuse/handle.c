@@ -286,15 +286,16 @@ int handle_truncate(struct handle *h, off_t size)
  * refusal left their file a pending entry of size 0. */
 int handle_allocate(struct handle *h, int mode, off_t off, off_t len)
 {
+	uint64_t end = (uint64_t)off + (uint64_t)len;
+
 	if (mode & ~FALLOC_FL_KEEP_SIZE)
 		return -EOPNOTSUPP;
 	if (off < 0 || len <= 0)
 		return -EINVAL;
-	if ((uint64_t)off > h->max || (uint64_t)len > h->max - (uint64_t)off)
-		return (mode & FALLOC_FL_KEEP_SIZE) ? 0 : -EFBIG;
-	if ((mode & FALLOC_FL_KEEP_SIZE) || (size_t)(off + len) <= h->len)
+	if ((mode & FALLOC_FL_KEEP_SIZE) || end <= h->len)
 		return 0;
-	return handle_truncate(h, off + len);
+	/* handle_truncate says EFBIG past h->max; end may pass off_t's */
+	return end > h->max ? -EFBIG : handle_truncate(h, (off_t)end);
 }
 
 int handle_update_payload(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
