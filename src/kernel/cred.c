@@ -138,10 +138,10 @@ long kernel_search_tops(const struct stranger *st)
 /* A new key given its perm by its maker: made in the child's own session
  * keyring, where the caller possesses it, given perm there and moved into
  * ring.  The move refuses to displace a key of that name (a link would,
- * with write on ring alone): then add_key(2) into ring decides, as it
- * would have without a perm, and updates that key only if the caller may
- * write it.  The move needs link on the key: perm keeps the possessor's
- * (backend.h). */
+ * with write on ring alone): -EEXIST, and the caller's add_key(2) into
+ * ring decides, as it would have without a perm, updating that key only
+ * if the caller may write it.  The move needs link on the key: perm keeps
+ * the possessor's (backend.h). */
 static long add_with_perm(const struct stranger *st)
 {
 	long r = add_key(st->type, st->desc, st->payload, st->len,
@@ -149,15 +149,11 @@ static long add_with_perm(const struct stranger *st)
 
 	if (r < 0)
 		return -errno;
-	if (keyctl_setperm(r, *st->perm) < 0)
+	if (keyctl_setperm(r, *st->perm) < 0 ||
+	    keyctl(KEYCTL_MOVE, r, KEY_SPEC_SESSION_KEYRING, st->ring,
+		   KEYCTL_MOVE_EXCL) < 0)
 		return -errno;
-	if (keyctl(KEYCTL_MOVE, r, KEY_SPEC_SESSION_KEYRING, st->ring,
-		   KEYCTL_MOVE_EXCL) == 0)
-		return r;
-	if (errno != EEXIST)
-		return -errno;
-	r = add_key(st->type, st->desc, st->payload, st->len, st->ring);
-	return r < 0 ? -errno : r;
+	return r;
 }
 
 /* In the child, after the switch: the one call.  Only system calls. */
@@ -167,8 +163,9 @@ static long stranger_run(const struct stranger *st)
 
 	switch (st->op) {
 	case ST_ADD:
-		if (st->perm)
-			return add_with_perm(st);
+		r = st->perm ? add_with_perm(st) : -EEXIST;
+		if (r != -EEXIST)
+			return r;
 		r = add_key(st->type, st->desc, st->payload, st->len,
 			    st->ring);
 		return r < 0 ? -errno : r;

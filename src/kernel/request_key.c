@@ -39,29 +39,27 @@ static void bg_request_free(struct bg_request *r)
 	free(r);
 }
 
-static void *bg_request_run(void *arg)
-{
-	struct bg_request *r = arg;
-	struct stranger_result res;
-	ssize_t n;
-
-	res.ret = request_key(r->type, r->desc, r->callout, r->dest);
-	if (res.ret < 0)
-		res.ret = -errno;
-	n = write(r->fd, &res, sizeof(res));
-	(void)n;	/* EPIPE when the waiter gave up: nobody wants it */
-	close(r->fd);
-	kdetach_put(r->d);
-	bg_request_free(r);
-	return NULL;
-}
-
 static long request_now(const char *type, const char *desc,
 			const char *callout, kserial_t dest)
 {
 	long s = request_key(type, desc, callout, dest);
 
 	return s < 0 ? -errno : s;
+}
+
+static void *bg_request_run(void *arg)
+{
+	struct bg_request *r = arg;
+	struct stranger_result res;
+	ssize_t n;
+
+	res.ret = request_now(r->type, r->desc, r->callout, r->dest);
+	n = write(r->fd, &res, sizeof(res));
+	(void)n;	/* EPIPE when the waiter gave up: nobody wants it */
+	close(r->fd);
+	kdetach_put(r->d);
+	bg_request_free(r);
+	return NULL;
 }
 
 static struct bg_request *bg_request_new(struct keyfs_backend *b,
