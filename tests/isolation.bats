@@ -238,14 +238,14 @@ granted_ctl() { granted write "$MNT/.keyfs/$1" "$2"; }
 	ls_lacks "$MNT/session/ring" sub
 }
 
-@test "chmod: needs ownership and setattr; setattr alone for other is not enough" {
+@test "chmod: needs ownership and setattr (EPERM, as chmod(2) says it); setattr alone for other is not enough" {
 	perm "$K" 0x3f01003f
-	denied EACCES chmod "$MNT/by-id/$K" 777
+	denied EPERM chmod "$MNT/by-id/$K" 777
 	perm "$S" 0x3f01003f
-	denied EACCES chmod "$MNT/by-id/$S" 777
+	denied EPERM chmod "$MNT/by-id/$S" 777
 	chown "$U2UID" "$MNT/session/ring/k"
 	perm "$K" 0x3f1f0000
-	denied EACCES chmod "$MNT/by-id/$K" 777
+	denied EPERM chmod "$MNT/by-id/$K" 777
 	perm "$K" 0x3f210000
 	granted chmod "$MNT/by-id/$K" 700
 	assert_equal "$(xget perm "$MNT/session/ring/k")" 0x3f2f0000

@@ -129,6 +129,7 @@ newkey()
 	assert_output EACCES
 	run as2 chmod 777 "$MNT/by-id/$s"
 	assert_failure
+	assert_output --partial "Operation not permitted"
 	assert_equal "$(xget perm "$MNT/session/k")" 0x3f010003
 	assert_equal "$(cat "$MNT/session/k")" secret-k
 }

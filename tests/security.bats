@@ -56,7 +56,7 @@ except OSError as e:
 	exec 7>"$MNT/session/ring/tokD"
 	p=$MNT/by-id/$s/tokD
 	run as2_errno chmod "$p" 777
-	assert_output EACCES
+	assert_output EPERM
 	run as2_errno chown "$p" "$U2UID" "$U2GID"
 	assert_output EPERM
 	run as2_errno setxattr "$p" user.keyfs.perm 0x3f3f3f3f

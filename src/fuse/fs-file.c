@@ -61,23 +61,27 @@ void fs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fuse_reply_attr(req, &st, timeout);
 }
 
+/* chmod(2) and chown(2) answer EPERM where the kernel's rules refuse the
+ * change, as they do on every file system for a caller who does not own
+ * the file, and tools rely on it: cp -p, tar and rsync run as a user skip
+ * an ownership they cannot keep on EPERM alone, and fail on keyctl
+ * chown's EACCES.  The perm attribute and the control commands keep
+ * keyctl's EACCES. */
 static int set_mode(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 		    const struct tnode *tn, mode_t mode)
 {
 	struct key_info ki;
 	int ret = attr_key_info_part(ctx, c, tn, 0, &ki);	/* the perm only */
 
-	if (ret < 0)
-		return ret == -EINVAL ? -EPERM : ret;
-	if (tn->kind == T_PENDING && !tn->serial)
-		return pending_setperm(ctx, c, tn->node, perm_from_mode(ki.perm, mode));
-	return BACKEND_CALL(ctx, setperm, c, tn->serial, perm_from_mode(ki.perm, mode));
+	if (ret == -EINVAL)	/* not a key: keyfs's own files */
+		return -EPERM;
+	if (ret == 0 && tn->kind == T_PENDING && !tn->serial)
+		ret = pending_setperm(ctx, c, tn->node, perm_from_mode(ki.perm, mode));
+	else if (ret == 0)
+		ret = BACKEND_CALL(ctx, setperm, c, tn->serial, perm_from_mode(ki.perm, mode));
+	return ret == -EACCES ? -EPERM : ret;
 }
 
-/* chown(2) answers EPERM where it may not change the owner, on every file
- * system, and tools rely on it: cp -p, tar and rsync run as a user skip
- * an ownership they cannot keep on EPERM alone, and fail on keyctl
- * chown's EACCES (the chown control command keeps keyctl's). */
 static int set_owner(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 		     const struct tnode *tn, uid_t uid, gid_t gid)
 {
