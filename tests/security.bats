@@ -91,6 +91,57 @@ except OSError as e:
 	assert_equal "$(cat "$MNT/session/p")" v
 }
 
+# as2_holds PATH FIFO XATTR=VALUE...: the second user creates PATH, sets
+# the attributes on the open entry and holds it open until FIFO is
+# written (it writes FIFO once the attributes are set).
+as2_holds()
+{
+	as2 "$KEYFS_PY" -c '
+import os, sys
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT, 0o600)
+for a in sys.argv[3:]:
+	name, value = a.split("=", 1)
+	os.setxattr(sys.argv[1], "user.keyfs." + name, value.encode())
+open(sys.argv[2], "w").close()
+open(sys.argv[2]).read()
+os.close(fd)
+' "$@"
+}
+
+@test "the mounter writing into another user's pending entry keeps what that user set on it" {
+	need_u2
+	local s f=$BATS_TEST_TMPDIR/go pid
+	s=$(open_ring)
+	chmod 755 "$BATS_TEST_TMPDIR"
+	mkfifo -m 666 "$f"
+	# an expiry alone: the key is the user's, with add_key's default
+	# permission (the user may view it), and expires
+	as2_holds "$MNT/by-id/$s/tokD" "$f" expiry=+100 &
+	pid=$!
+	cat "$f" >/dev/null
+	run kerrno write "$MNT/session/ring/tokD" secret-root w
+	: >"$f"
+	wait "$pid"
+	assert_output OK
+	assert_equal "$(stat -c %u "$MNT/session/ring/tokD")" "$U2UID"
+	assert_equal "$(xget perm "$MNT/session/ring/tokD")" 0x3f010000
+	[[ $(xget expiry "$MNT/session/ring/tokD") -gt $(date +%s) ]]
+	run as2_errno read "$MNT/session/ring/tokD"
+	assert_output EACCES
+	# a permission the user chose: the key gets it
+	as2_holds "$MNT/by-id/$s/tokE" "$f" expiry=+100 perm=0x3f3f0000 &
+	pid=$!
+	cat "$f" >/dev/null
+	run kerrno write "$MNT/session/ring/tokE" secret-root w
+	: >"$f"
+	wait "$pid"
+	assert_output OK
+	assert_equal "$(xget perm "$MNT/session/ring/tokE")" 0x3f3f0000
+	[[ $(xget expiry "$MNT/session/ring/tokE") -gt $(date +%s) ]]
+	run as2 cat "$MNT/by-id/$s/tokE"
+	assert_output secret-root
+}
+
 @test "a pending entry removed by another user: the creator's close fails, no key" {
 	need_u2
 	local s

@@ -291,45 +291,77 @@ int pending_commit_check(const struct node *n, unsigned taken_at_open)
 	return n->pk->taken != taken_at_open ? -ENOENT : 0;
 }
 
+/*
+ * A payload another user wrote into the entry of a creator that will not
+ * possess the key keeps the kernel's default permission (see
+ * instantiate), but what the creator set on its entry (a group, an
+ * expiry, a permission of its own choosing) needs setattr, which that
+ * default does not give it: the key is then added with setattr for its
+ * owner as well, and instantiate sets *final, the permission the key
+ * ends with, last.  NULL where add_key's default does (the creator
+ * possesses the key, or set nothing).
+ */
+static const uint32_t *foreign_add_perm(struct keyfs_ctx *ctx,
+					const struct pending_key *pk,
+					uint32_t *perm, uint32_t *final)
+{
+	const struct keyfs_cred *c = &pk->creator;
+	bool chosen = pk->perm_set && !pk->perm_from_mode;
+	struct key_type_info ti;
+
+	if (c->uid == ctx->mounter.uid || keytype_info(ctx, pk->type, &ti) < 0)
+		return NULL;
+	if (!chosen && !pk->expiry && pk->uid == c->uid && pk->gid == c->gid)
+		return NULL;
+	*perm = ti.default_perm | (uint32_t)KEYFS_PERM_SETATTR << KEYFS_USR_SHIFT;
+	*final = chosen ? pk->perm : ti.default_perm;
+	return perm;
+}
+
 /* The key of n with its attributes: the backend calls of one create.
  * A creator that will not possess the key gets its owner's share
  * (keytype_add_perm) for a payload of its own only: one another user
  * wrote into its entry gets the kernel's default, which lets the creator
  * view the key and no more, as before that share existed (a secret
- * stored under a name someone else holds open is not handed to them). */
+ * stored under a name someone else holds open is not handed to them),
+ * unless the creator chose a permission for the entry itself. */
 static int instantiate(struct keyfs_ctx *ctx, const struct keyfs_cred *writer,
 		       struct node *n, const void *buf, size_t len,
 		       kserial_t *out)
 {
-	const struct keyfs_cred *c = &n->pk->creator;
+	const struct pending_key *pk = n->pk;
+	const struct keyfs_cred *c = &pk->creator;
+	bool own = writer->uid == c->uid;
 	kserial_t serial;
 	time_t now = time(NULL);
-	uint32_t perm;
+	uint32_t perm, final = 0;
+	const uint32_t *add_perm = own ? keytype_add_perm(ctx, c, pk->type, &perm) :
+				   foreign_add_perm(ctx, pk, &perm, &final);
 	int ret;
 
-	ret = BACKEND_CALL(ctx, add, c, n->pk->type, n->pk->desc, buf, len, n->pk->parent,
-			   writer->uid == c->uid ?
-			   keytype_add_perm(ctx, c, n->pk->type, &perm) : NULL,
-			   &serial);
+	ret = BACKEND_CALL(ctx, add, c, pk->type, pk->desc, buf, len, pk->parent,
+			   add_perm, &serial);
 	if (ret < 0)
 		return ret;
 	/* The permission last: it may take setattr from the creator. */
-	if (n->pk->uid != c->uid || n->pk->gid != c->gid)
+	if (pk->uid != c->uid || pk->gid != c->gid)
 		ret = BACKEND_CALL(ctx, chown, c, serial,
-				   n->pk->uid != c->uid ? n->pk->uid : (uid_t)-1,
-				   n->pk->gid != c->gid ? n->pk->gid : (gid_t)-1);
-	if (ret == 0 && n->pk->expiry)
+				   pk->uid != c->uid ? pk->uid : (uid_t)-1,
+				   pk->gid != c->gid ? pk->gid : (gid_t)-1);
+	if (ret == 0 && pk->expiry)
 		ret = BACKEND_CALL(ctx, set_timeout, c, serial,
-				   n->pk->expiry > now ? (unsigned)(n->pk->expiry - now) : 1);
-	if (ret == 0 && n->pk->perm_set) {
-		ret = BACKEND_CALL(ctx, setperm, c, serial, n->pk->perm);
+				   pk->expiry > now ? (unsigned)(pk->expiry - now) : 1);
+	if (ret == 0 && !own && add_perm) {
+		ret = BACKEND_CALL(ctx, setperm, c, serial, final);
+	} else if (ret == 0 && pk->perm_set) {
+		ret = BACKEND_CALL(ctx, setperm, c, serial, pk->perm);
 		/* A create mode the creator turns out unable to set (the key is
 		 * not possessed after all) leaves add_key's, as mkdir does. */
-		if (ret == -EACCES && n->pk->perm_from_mode)
+		if (ret == -EACCES && pk->perm_from_mode)
 			ret = 0;
 	}
 	if (ret < 0) {
-		BACKEND_CALL(ctx, unlink, &ctx->mounter, serial, n->pk->parent);
+		BACKEND_CALL(ctx, unlink, &ctx->mounter, serial, pk->parent);
 		return ret;
 	}
 	*out = serial;
