@@ -327,6 +327,18 @@ static double perm_one(const char *path, int i)
 	return now() - t0;
 }
 
+/* One unlink(2) of key name in ring. */
+static double unlink_one(const char *ring, const char *name)
+{
+	char path[4400];
+	double t0 = now();
+
+	snprintf(path, sizeof(path), "%s/%s", ring, name);
+	if (unlink(path) < 0)
+		die("unlink %s: %s", path, strerror(errno));
+	return now() - t0;
+}
+
 static double fsync_one(int fd)
 {
 	char buf[256];
@@ -482,20 +494,32 @@ int main(int argc, char **argv)
 	double *c_fsync = calloc((size_t)n, sizeof(double));
 	double *c_plain = calloc((size_t)n, sizeof(double));
 	double *c_perm = calloc((size_t)n, sizeof(double));
+	double *c_uend = calloc((size_t)n, sizeof(double));
+	double *c_ufront = calloc((size_t)n, sizeof(double));
 	char perm_key[4500];
-	if (!c_small || !c_big || !c_fsync || !c_plain || !c_perm)
+	if (!c_small || !c_big || !c_fsync || !c_plain || !c_perm || !c_uend || !c_ufront)
 		die("out of memory");
 	snprintf(perm_key, sizeof(perm_key), "%s/k%07lu", ring_a, big / 2);
 	for (int r = 0, k = 0; r < rounds; r++, k += per)
-		for (int step = 0; step < 5; step++)
+		for (int step = 0; step < 7; step++)
 			for (int j = 0; j < per; j++) {
 				char name[32];
 				snprintf(name, sizeof(name), "c%05d", k + j);
-				switch ((step + r) % 5) {
+				switch ((step + r) % 7) {
 				case 0: c_small[k + j] = create_one(ring_c, name); break;
 				case 1: c_big[k + j] = create_one(ring_a, name); break;
 				case 2: c_plain[k + j] = create_one(ring_p, name); break;
 				case 3: c_perm[k + j] = perm_one(perm_key, k + j); break;
+				/* every other key from each end: the front's
+				 * unlinks leave holes before the end's */
+				case 4:
+					snprintf(name, sizeof(name), "k%07lu", big - 1 - 2 * (unsigned long)(k + j));
+					c_uend[k + j] = unlink_one(ring_a, name);
+					break;
+				case 5:
+					snprintf(name, sizeof(name), "k%07lu", 2 * (unsigned long)(k + j));
+					c_ufront[k + j] = unlink_one(ring_a, name);
+					break;
 				default: c_fsync[k + j] = fsync_one(pfd); break;
 				}
 			}
@@ -518,15 +542,19 @@ int main(int argc, char **argv)
 	double *r_big = calloc((size_t)n, sizeof(double)), *r_fs = calloc((size_t)n, sizeof(double));
 	double *r_share = calloc((size_t)n, sizeof(double));
 	double *r_perm = calloc((size_t)n, sizeof(double));
-	if (!r_big || !r_fs || !r_share || !r_perm)
+	double *r_unlink = calloc((size_t)n, sizeof(double));
+	if (!r_big || !r_fs || !r_share || !r_perm || !r_unlink)
 		die("out of memory");
 	for (int i = 0; i < n; i++) {
+		r_unlink[i] = c_uend[i] / c_ufront[i];
 		r_big[i] = c_big[i] / c_small[i];
 		r_fs[i] = c_big[i] / c_fsync[i];
 		r_share[i] = (c_big[i] - c_plain[i]) / c_fsync[i];
 		r_perm[i] = c_perm[i] / c_fsync[i];
 	}
 	double ratio_perm = median(r_perm, n), m_perm = median(c_perm, n);
+	double ratio_unlink = median(r_unlink, n);
+	double m_uend = median(c_uend, n), m_ufront = median(c_ufront, n);
 	double ratio_big = median(r_big, n), ratio_fs = median(r_fs, n);
 	double ratio_share = median(r_share, n);
 	double m_small = median(c_small, n), m_big = median(c_big, n), m_fsync = median(c_fsync, n);
@@ -538,6 +566,8 @@ int main(int argc, char **argv)
 	printf("| create near %lu keys (median of %d) | %.1f us |\n", big, n, m_big * 1e6);
 	printf("| create without a store, near 100 keys (median of %d) | %.1f us |\n", n, m_plain * 1e6);
 	printf("| setxattr of a key's perm near %lu keys (median of %d) | %.1f us |\n", big, n, m_perm * 1e6);
+	printf("| unlink of a key near the front of %lu keys, every other one (median of %d) | %.1f us |\n", big, n, m_ufront * 1e6);
+	printf("| unlink of a key near the end of %lu keys, every other one (median of %d) | %.1f us |\n", big, n, m_uend * 1e6);
 	printf("| fsync of a 256-byte append in the store's directory (median of %d) | %.1f us |\n", n, m_fsync * 1e6);
 	printf("| load of %lu keys (exec to mounted, median of %d) | %.3f s |\n", big, loads, load_s);
 	for (int b = 0; b < 2; b++) {
@@ -559,6 +589,8 @@ int main(int argc, char **argv)
 	       big, ratio_share, ratio_share <= 1.5 ? "met" : "MISSED");
 	printf("| store: a change of one request (setxattr perm) near %lu keys vs an fsync | %.2fx | <= 1.50x | %s |\n",
 	       big, ratio_perm, ratio_perm <= 1.5 ? "met" : "MISSED");
+	printf("| store: unlink near the end of %lu keys vs near the front (no O(n) path) | %.2fx | <= 1.50x | %s |\n",
+	       big, ratio_unlink, ratio_unlink <= 1.5 ? "met" : "MISSED");
 	printf("| store: load of %lu keys | %.3f s | < 1 s | %s |\n", big, load_s, load_s < 1 ? "met" : "MISSED");
 	printf("| store: daemon RSS with a store vs without | %.2fx | <= 1.20x | %s |\n", ratio_rss,
 	       ratio_rss <= 1.2 ? "met" : "MISSED");

@@ -114,6 +114,13 @@ struct mring {
 	uint32_t *index;	/* open addressing, linear probing: a link's
 				 * position in links + 1; 0: free */
 	size_t icap;		/* a power of two, at least twice nlinks */
+	/* The holes among links by slot, a Fenwick tree over cap slots, for
+	 * a link's position with the holes not counted (what a store's
+	 * journal records, mring_position): made at the first question,
+	 * kept by link and unlink, dropped where the slots are renumbered
+	 * or reallocated.  NULL without a store. */
+	uint32_t *holes;
+	size_t hcap;
 	bool restricted;	/* restrict_keyring() without a type: no links */
 	char *restrict_type;	/* a restriction this store cannot evaluate */
 	char *restriction;	/* (kept from a loaded image): no links either */
@@ -288,6 +295,10 @@ struct mkey *mring_link(struct mkey *keyring, struct mkey *child);
 bool mring_unlink(struct mkey *keyring, struct mkey *child);
 /* Drop every link (each child through mem_key_unref). */
 void mring_clear(struct keyfs_backend *b, struct mkey *keyring);
+/* k's position among keyring's links, the holes not counted (as in a
+ * store's copy of the links), or nlinks where keyring does not link k.
+ * O(log n) after the first question (see struct mring). */
+size_t mring_position(struct mkey *keyring, const struct mkey *k);
 /* Write the serials r links, in order, to out (room for r->nlinks). */
 void mring_serials(const struct mring *r, kserial_t *out);
 /* For each key k that r links, in link order: the holes are skipped.  The

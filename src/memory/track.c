@@ -158,23 +158,6 @@ static void log_change(struct keyfs_backend *b, struct mkey *keyring,
 	};
 }
 
-/* k's position among keyring's links (the holes not counted, as in the
- * store's copy), or nlinks.  A scan: only a store tracks, and its save
- * costs more. */
-static size_t link_index(const struct mkey *keyring, const struct mkey *k)
-{
-	const struct mring *r = keyring->ring;
-	const struct mkey *ch;
-	size_t at = 0;
-
-	mring_for_each(r, i, ch) {
-		if (ch == k)
-			return at;
-		at++;
-	}
-	return r->nlinks;
-}
-
 void mem_track_link(struct keyfs_backend *b, struct mkey *keyring,
 		    struct mkey *child, struct mkey *old)
 {
@@ -184,7 +167,7 @@ void mem_track_link(struct keyfs_backend *b, struct mkey *keyring,
 	if (old) {
 		entry(b, old, true);
 		log_change(b, keyring, STORE_LINK_REPLACE, child->serial,
-			   old->serial, link_index(keyring, old));
+			   old->serial, mring_position(keyring, old));
 	} else {
 		log_change(b, keyring, STORE_LINK_APPEND, child->serial, 0,
 			   keyring->ring->nlinks);
@@ -198,7 +181,7 @@ void mem_track_unlink(struct keyfs_backend *b, struct mkey *keyring,
 
 	if (!b->tracking || !keyring->ring)
 		return;
-	at = link_index(keyring, child);
+	at = mring_position(keyring, child);
 	if (at == keyring->ring->nlinks)
 		return;
 	entry(b, child, true);

@@ -193,6 +193,7 @@ void mring_free(struct mring *r)
 	free(r->links);
 	free(r->rings);
 	free(r->index);
+	free(r->holes);
 	free(r->restrict_type);
 	free(r->restriction);
 	free(r);
@@ -259,6 +260,74 @@ static int index_grow(struct mring *r, size_t want)
 	return 0;
 }
 
+/* The Fenwick tree of holes (struct mring): node i covers the slots
+ * (i - lowbit(i), i], counted from 1. */
+static void holes_add(struct mring *r, size_t slot, int32_t d)
+{
+	if (!r->holes)
+		return;
+	for (size_t i = slot + 1; i <= r->hcap; i += i & -i)
+		r->holes[i - 1] += (uint32_t)d;
+}
+
+static size_t holes_before(const struct mring *r, size_t slot)
+{
+	size_t n = 0;
+
+	for (size_t i = slot; i > 0; i -= i & -i)
+		n += r->holes[i - 1];
+	return n;
+}
+
+static void holes_drop(struct mring *r)
+{
+	free(r->holes);
+	r->holes = NULL;
+	r->hcap = 0;
+}
+
+/* One pass: each node adds itself to the node that covers it next. */
+static int holes_build(struct mring *r)
+{
+	r->holes = calloc(r->cap, sizeof(*r->holes));
+	if (!r->holes)
+		return -ENOMEM;
+	r->hcap = r->cap;
+	for (size_t i = 1; i <= r->hcap; i++) {
+		size_t up = i + (i & -i);
+
+		if (i <= r->nslots && !r->links[i - 1])
+			r->holes[i - 1]++;
+		if (up <= r->hcap)
+			r->holes[up - 1] += r->holes[i - 1];
+	}
+	return 0;
+}
+
+size_t mring_position(struct mkey *keyring, const struct mkey *k)
+{
+	struct mring *r = keyring->ring;
+	size_t slot, at, n = 0;
+	const struct mkey *ch;
+
+	if (!r || r->icap == 0)
+		return 0;
+	slot = index_slot(r, k->type, k->desc);
+	if (!r->index[slot] || slot_key(r, slot) != k)
+		return r->nlinks;
+	at = r->index[slot] - 1;
+	if (r->nslots == r->nlinks)
+		return at;
+	if (r->holes || holes_build(r) == 0)
+		return at - holes_before(r, at);
+	mring_for_each(r, i, ch) {	/* no memory for the tree: count */
+		if (i == at)
+			break;
+		n++;
+	}
+	return n;
+}
+
 /* Squeeze the holes out of links, keeping the order, and place the
  * keyrings anew. */
 static void links_compact(struct mring *r)
@@ -266,6 +335,7 @@ static void links_compact(struct mring *r)
 	size_t n = 0;
 	struct mkey *k;
 
+	holes_drop(r);
 	r->nrings = 0;
 	mring_for_each(r, i, k) {
 		if (mem_is_keyring(k))
@@ -325,6 +395,8 @@ int mring_reserve(struct mkey *keyring, struct mkey *child)
 	if (!links)
 		return -ENOMEM;
 	r->links = links;
+	if (r->hcap != r->cap)
+		holes_drop(r);
 	if (index_grow(r, r->nlinks + 1) < 0)
 		return -ENOMEM;
 	if (mem_is_keyring(child)) {
@@ -417,11 +489,13 @@ bool mring_unlink(struct mkey *keyring, struct mkey *child)
 	at = r->index[slot] - 1;
 	index_delete(r, slot);
 	r->links[at] = NULL;
+	holes_add(r, at, 1);
 	r->nlinks--;
 	if (mem_is_keyring(child))
 		r->nkeyrings--;
+	/* a slot past the end is no hole: the next link fills it */
 	while (r->nslots && !r->links[r->nslots - 1])
-		r->nslots--;
+		holes_add(r, --r->nslots, -1);
 	/* rings is in link order: the places past the last link are last */
 	while (r->nrings && r->rings[r->nrings - 1] >= r->nslots)
 		r->nrings--;
@@ -447,6 +521,7 @@ void mring_clear(struct keyfs_backend *b, struct mkey *keyring)
 		parent_remove(k, keyring);
 		mem_key_unref(b, k);
 	}
+	holes_drop(r);
 	r->nslots = 0;
 	r->nlinks = 0;
 	r->nrings = 0;

@@ -653,6 +653,71 @@ static void test_unlink_order(struct keyfs_backend *b, const char *name)
 	ok(same_links(b, kr, &found, 1), "%s: and used again", name);
 }
 
+/* Does every key kr links have, by mring_position, its place in the
+ * listing, and a key it does not link nlinks? */
+static bool positions_right(struct keyfs_backend *b, kserial_t kr,
+			    kserial_t absent)
+{
+	struct mkey *ring = mem_key_get(b, kr);
+	kserial_t *list = NULL;
+	size_t n = 0;
+	bool right;
+
+	if (!ring || ops->list(b, &me, kr, &list, &n) < 0)
+		return false;
+	right = mring_position(ring, mem_key_get(b, absent)) == n;
+	for (size_t i = 0; i < n && right; i++)
+		right = mring_position(ring, mem_key_get(b, list[i])) == i;
+	free(list);
+	return right;
+}
+
+/* The positions a store's journal records: through unlinks in the middle
+ * (holes), at the end (the slots past it are no holes), squeezes, a
+ * growing table and displacements, each position is the listing's. */
+static void test_positions(struct keyfs_backend *b)
+{
+	enum { N = 120 };
+	kserial_t s = spec(b, KEYFS_SPEC_SESSION), kr, other, aux, keys[N];
+	bool linked[N] = { false };
+	unsigned seed = 7, wrong = 0, steps = 0;
+	char desc[32];
+
+	kr = add(b, &me, "keyring", "positions", NULL, s);
+	other = add(b, &me, "user", "elsewhere", "x", s);
+	for (size_t i = 0; i < N; i++) {
+		snprintf(desc, sizeof(desc), "p%zu", i);
+		keys[i] = add(b, &me, "user", desc, "x", s);
+	}
+	for (int round = 0; round < 1500; round++) {
+		size_t i;
+
+		seed = seed * 1103515245 + 12345;
+		i = (seed >> 8) % N;
+		if (linked[i] && ops->unlink(b, &me, keys[i], kr) == 0)
+			linked[i] = false;
+		else if (!linked[i] && ops->link(b, &me, keys[i], kr) == 0)
+			linked[i] = true;
+		if (round % 7 == 0) {
+			steps++;
+			wrong += !positions_right(b, kr, other);
+		}
+	}
+	is_int(wrong, 0, "positions agree with the listing at %u checks of 1500 random links and unlinks", steps);
+	/* from the end back: every slot past the end given up */
+	for (size_t i = N; i-- > 0;)
+		if (linked[i] && i % 2)
+			ops->unlink(b, &me, keys[i], kr);
+	ok(positions_right(b, kr, other), "and after unlinks from the end");
+	/* a key of p0's name made elsewhere takes p0's place in kr */
+	if (!linked[0])
+		ops->link(b, &me, keys[0], kr);
+	aux = add(b, &me, "keyring", "aux", NULL, s);
+	other = add(b, &me, "user", "p0", "y", aux);
+	is_int(ops->link(b, &me, other, kr), 0, "link a key of p0's name");
+	ok(positions_right(b, kr, keys[0]), "and after a displacement in place");
+}
+
 /* Do the keyrings of kr, and only those, hold what a search and a cycle
  * check walk into, and does kr's link count say how many there are?
  * Keyring i of rings holds the user key "in<i>"; live[i]: still linked. */
@@ -1115,6 +1180,11 @@ int main(void)
 	b = start(NULL, NULL);
 	if (b) {
 		test_ring_places(b);
+		ops->destroy(b);
+	}
+	b = start(NULL, NULL);
+	if (b) {
+		test_positions(b);
 		ops->destroy(b);
 	}
 	test_gc_queue();
