@@ -11,26 +11,45 @@
 #include "perm.h"
 #include "timens.h"
 
+/* Entries described ahead of the reader: about one reply's worth (a
+ * readdirplus entry of a key is some 160 bytes), described after a reply
+ * while the kernel takes that reply in. */
+#define LISTING_AHEAD_MIN 32
+
+static void describe_ahead(struct keyfs_ctx *ctx, struct handle *h,
+			   size_t upto)
+{
+	/* An error here is met again, and answered, by the next readdir. */
+	if (!tree_listing_whole(h->list))
+		(void)tree_listing_fill(ctx, &h->opener, h->list, upto);
+}
+
 void fs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct keyfs_ctx *ctx = req_ctx(req);
 	struct req_cred rc;
 	const struct keyfs_cred *c = req_cred(req, &rc);
 	struct handle *h = handle_new(H_DIR, ino);
-	int ret = h ? tree_readdir(ctx, c, ino, &h->ents, &h->nents) : -ENOMEM;
+	int ret = h ? tree_listing_open(ctx, c, ino, &h->list) : -ENOMEM;
 
+	if (ret == 0)
+		ret = tree_listing_fill(ctx, c, h->list, LISTING_AHEAD_MIN);
 	if (ret < 0) {
 		handle_free(h);
 		fuse_reply_err(req, -stale_if_gone(ctx, ino, ret));
 		return;
 	}
-	/* The listing keeps inode numbers, never nodes: a node may be removed
-	 * and forgotten while the directory is open. */
-	for (size_t i = 0; i < h->nents; i++)
-		h->ents[i].tn.node = NULL;
+	/* The rest is described for the opener, as the whole listing was
+	 * made at opendir before it was made as it is read: its groups are
+	 * read now, while the request that has them is there. */
+	if (!tree_listing_whole(h->list))
+		handle_set_opener(h, c, true);
 	fi->fh = (uintptr_t)h;
-	if (fuse_reply_open(req, fi) != 0)
+	if (fuse_reply_open(req, fi) != 0) {
 		handle_free(h);
+		return;
+	}
+	describe_ahead(ctx, h, 2 * LISTING_AHEAD_MIN);
 }
 
 /* The node of a listed entry as it is now; false when it is gone or was
@@ -65,56 +84,73 @@ static double attr_timeout_since(double timeout, int64_t described_ns,
 	return age >= timeout ? 0 : timeout - age;
 }
 
-/* One readdir(plus) reply from the listing made at opendir.  Offsets are
- * indexes into it, so the listing is one pass however it is read. */
+/* One readdir(plus) reply from the listing, described as far as it
+ * reaches.  Offsets are indexes into the listing, so it is one pass
+ * however it is read. */
 static void do_readdir(fuse_req_t req, size_t size, off_t off,
 		       struct fuse_file_info *fi, bool plus)
 {
 	struct keyfs_ctx *ctx = req_ctx(req);
 	struct handle *h = (struct handle *)(uintptr_t)fi->fh;
 	char *buf = calloc(1, size);
-	size_t used = 0;
+	size_t used = 0, i = off < 0 ? SIZE_MAX : (size_t)off, emitted = 0;
 	bool cache = !plus || names_cacheable(ctx, h->ino);
 	int64_t now_ns = keyfs_mono_ns();
+	int ret = buf ? 0 : -ENOMEM;
 
-	if (!buf) {
-		fuse_reply_err(req, ENOMEM);
-		return;
-	}
-	for (size_t i = (size_t)off; off >= 0 && i < h->nents; i++) {
-		struct tree_dirent *d = &h->ents[i];
+	for (; ret == 0 && off >= 0; i++) {
+		struct tree_dirent d;
 		bool dot = i < 2;
 		struct tnode tn;
 		size_t n;
 
-		if (!dirent_now(ctx, d, &tn))
+		if (!tree_listing_entry(h->list, i, &d)) {
+			if (tree_listing_whole(h->list))
+				break;
+			ret = tree_listing_fill(ctx, &h->opener, h->list,
+						i + LISTING_AHEAD_MIN);
+			if (ret == 0 && !tree_listing_entry(h->list, i, &d))
+				break;
+			if (ret < 0)
+				break;
+			now_ns = keyfs_mono_ns();
+		}
+		if (!dirent_now(ctx, &d, &tn))
 			continue;
 		if (plus) {
 			struct fuse_entry_param e;
 
 			if (!dot)
-				place_entry(ctx, h->ino, &tn, &d->st);
-			fill_entry(ctx, &tn, &d->st, &e);
+				place_entry(ctx, h->ino, &tn, &d.st);
+			fill_entry(ctx, &tn, &d.st, &e);
 			if (!cache)
 				e.entry_timeout = 0;
 			e.attr_timeout = attr_timeout_since(e.attr_timeout,
-							    d->described_ns, now_ns);
+							    d.described_ns, now_ns);
 			if (dot)
 				e.ino = 0;	/* the kernel takes no reference for . and .. */
 			n = fuse_add_direntry_plus(req, buf + used, size - used,
-						   d->name, &e, (off_t)i + 1);
+						   d.name, &e, (off_t)i + 1);
 		} else {
 			n = fuse_add_direntry(req, buf + used, size - used,
-					      d->name, &d->st, (off_t)i + 1);
+					      d.name, &d.st, (off_t)i + 1);
 		}
 		if (n > size - used)
 			break;
 		if (plus && !dot)
 			took_ref(ctx, &tn);
 		used += n;
+		emitted++;
 	}
-	fuse_reply_buf(req, buf, used);
+	/* An error with entries to give: those now, the error at the next. */
+	if (ret < 0 && used == 0)
+		fuse_reply_err(req, -ret);
+	else
+		fuse_reply_buf(req, buf, used);
 	free(buf);
+	if (ret == 0 && off >= 0)
+		describe_ahead(ctx, h, i + (emitted > LISTING_AHEAD_MIN ?
+					    emitted : LISTING_AHEAD_MIN));
 }
 
 void fs_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,

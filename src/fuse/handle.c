@@ -45,7 +45,7 @@ void handle_free(struct handle *h)
 		return;
 	handle_close(h);
 	wipe_buf(h);
-	free(h->ents);
+	tree_listing_free(h->list);
 	free(h);
 }
 

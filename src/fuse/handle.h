@@ -8,7 +8,7 @@ enum handle_kind {
 	H_KEY,		/* a key's payload */
 	H_TEXT,		/* a readable control file: text made at open */
 	H_CONTROL,	/* a control file taking commands */
-	H_DIR,		/* a directory listing, made at opendir */
+	H_DIR,		/* a directory listing, made as it is read */
 };
 
 /* One open file or directory.  Owned by the FUSE layer through fi->fh;
@@ -28,8 +28,7 @@ struct handle {
 	int pagemode;		/* enum pagecache_mode: how it reads */
 	int err;		/* a write failed: commit nothing, report this */
 	struct stat st;		/* H_KEY: attributes at open, for fstat after rm */
-	struct tree_dirent *ents;	/* H_DIR */
-	size_t nents;
+	struct tree_listing *list;	/* H_DIR */
 	/* Who opened it: a commit acts for the opener, as a file's writes do,
 	 * not for whoever happens to close it (release comes from no one). */
 	struct handle *next_open, **prev_open;	/* ctx->open_keys */

@@ -1,4 +1,4 @@
-/* listing.c: directory listings: every entry of a directory with its attributes, made at opendir. */
+/* listing.c: directory listings: every entry of a directory with its attributes, a keyring's made as it is read. */
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -341,73 +341,134 @@ static void drop_unnamed(struct dirlist *dl, size_t first)
 	dl->n = j;
 }
 
-/* One pass over the keyring's links, then keyfs's pending entries. */
-static int readdir_keyring(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
-			   kserial_t keyring, struct dirlist *dl)
-{
-	struct pending_walk w = { ctx, c, dl, 0 };
-	kserial_t *links = NULL;
-	struct key_info *ki = NULL;
-	unsigned char *cls = NULL;
-	size_t n = 0, first = dl->n;
-	int ret;
+/*
+ * A directory's listing, made as it is read.  A keyring's links are
+ * listed at opendir and described a part at a time as readdir asks for
+ * them (and a part ahead, after each reply: fs-dir.c), so that the
+ * kernel takes in one part while keyfs describes the next; the listing of
+ * 10,000 keys on the kernel backend is 20,000 keyctl calls.  Every other
+ * directory is made whole at opendir.  Entries [0, ready) are final:
+ * their names and places never change, so offsets stay indexes into the
+ * one listing.  Only a keyring's name depends on the other entries (a
+ * user key of its name makes it %keyring:NAME), so from the first
+ * keyring on nothing is ready until every link is described.
+ */
+struct tree_listing {
+	struct dirlist dl;
+	uint64_t ino;
+	kserial_t keyring;	/* 0: made whole at open */
+	kserial_t *links;
+	size_t nlinks, next;	/* described so far: links[0, next) */
+	unsigned char *cls;	/* enum link_class of the entries from first on */
+	size_t first;
+	size_t ready;
+	bool keyring_seen;
+	bool done;
+};
 
-	ret = BACKEND_CALL(ctx, list, c, keyring, &links, &n);
+/* Every link described: name the keyrings, then keyfs's pending entries
+ * (and under root=, .keyfs). */
+static int keyring_finish(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
+			  struct tree_listing *l)
+{
+	struct pending_walk w = { ctx, c, &l->dl, 0 };
+	int ret = name_shadowed_keyrings(&l->dl, l->first, l->cls);
+
 	if (ret < 0)
 		return ret;
-	ki = malloc(sizeof(*ki));
-	cls = malloc(n + 1);
-	if (!ki || !cls) {
-		ret = -ENOMEM;
-		goto out;
-	}
-	for (size_t i = 0; i < n && ret == 0; i++)
-		ret = add_link(ctx, c, dl, links[i], ki, &cls[dl->n - first]);
-	if (ret < 0)
-		goto out;
-	ret = name_shadowed_keyrings(dl, first, cls);
-	if (ret < 0)
-		goto out;
-	drop_unnamed(dl, first);
-	node_for_each_pending(ctx->nodes, keyring, add_pending, &w);
+	drop_unnamed(&l->dl, l->first);
+	node_for_each_pending(ctx->nodes, l->keyring, add_pending, &w);
 	ret = w.ret;
-out:
-	free(cls);
-	free(ki);
-	free(links);
+	/* root=: the mount root's, not the keyring's in other places */
+	if (ret == 0 && l->ino == INO_ROOT)
+		ret = dl_add_node(ctx, c, &l->dl, ".keyfs", INO_CTLDIR);
 	return ret;
 }
 
-int tree_readdir(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
-		 uint64_t ino, struct tree_dirent **out_alloc, size_t *n)
+int tree_listing_fill(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
+		      struct tree_listing *l, size_t want)
 {
-	struct dirlist dl = { 0 };
-	struct tnode tn;
-	int ret = tree_node(ctx, ino, &tn);
+	struct key_info ki;
+	int ret;
+
+	while (!l->done && l->ready < want) {
+		if (l->next == l->nlinks) {
+			ret = keyring_finish(ctx, c, l);
+			if (ret < 0)
+				return ret;
+			l->done = true;
+			l->ready = l->dl.n;
+			break;
+		}
+		size_t at = l->dl.n;
+
+		ret = add_link(ctx, c, &l->dl, l->links[l->next], &ki,
+			       &l->cls[at - l->first]);
+		if (ret < 0)
+			return ret;
+		l->next++;
+		if (l->dl.n > at && l->cls[at - l->first] == LC_KEYRING)
+			l->keyring_seen = true;
+		if (!l->keyring_seen)
+			l->ready = l->dl.n;
+	}
+	return 0;
+}
+
+/* A keyring's listing: its links now, described later. */
+static int keyring_open(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
+			struct tree_listing *l, kserial_t keyring)
+{
+	int ret = BACKEND_CALL(ctx, list, c, keyring, &l->links, &l->nlinks);
 
 	if (ret < 0)
 		return ret;
-	ret = dl_dots(&dl, ino, tn.kind == T_KEY && ino != INO_ROOT ?
+	l->cls = malloc(l->nlinks + 1);
+	if (!l->cls)
+		return -ENOMEM;
+	l->keyring = keyring;
+	l->first = l->dl.n;
+	return 0;
+}
+
+void tree_listing_free(struct tree_listing *l)
+{
+	if (!l)
+		return;
+	dl_free(&l->dl);
+	free(l->links);
+	free(l->cls);
+	free(l);
+}
+
+int tree_listing_open(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
+		      uint64_t ino, struct tree_listing **out)
+{
+	struct tree_listing *l = calloc(1, sizeof(*l));
+	struct tnode tn;
+	int ret = l ? tree_node(ctx, ino, &tn) : -ENOMEM;
+
+	if (ret < 0)
+		goto fail;
+	l->ino = ino;
+	ret = dl_dots(&l->dl, ino, tn.kind == T_KEY && ino != INO_ROOT ?
 			  ino_of_serial(tn.serial) : ino);
 	if (ret < 0)
 		goto fail;
 	switch (tn.kind) {
 	case T_ROOT:
-		ret = readdir_root(ctx, c, &dl);
+		ret = readdir_root(ctx, c, &l->dl);
 		break;
 	case T_KEY:
 		ret = tree_key_is_keyring(ctx, c, tn.serial);
 		if (ret == 0)
-			ret = readdir_keyring(ctx, c, tn.serial, &dl);
-		/* root=: the mount root's, not the keyring's in other places */
-		if (ret == 0 && ino == INO_ROOT)
-			ret = dl_add_node(ctx, c, &dl, ".keyfs", INO_CTLDIR);
+			ret = keyring_open(ctx, c, l, tn.serial);
 		break;
 	case T_BYID:
-		ret = readdir_byid(ctx, c, &dl);
+		ret = readdir_byid(ctx, c, &l->dl);
 		break;
 	case T_CTLDIR:
-		ret = readdir_ctldir(ctx, c, &dl);
+		ret = readdir_ctldir(ctx, c, &l->dl);
 		break;
 	case T_SEARCHDIR:
 	case T_SEARCHTYPE:
@@ -417,11 +478,50 @@ int tree_readdir(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 	}
 	if (ret < 0)
 		goto fail;
-	*out_alloc = dl_compact(&dl);
-	*n = dl.n;
-	ret = *out_alloc ? 0 : -ENOMEM;
+	l->done = !l->keyring;
+	l->ready = l->dl.n;
+	*out = l;
+	return 0;
 fail:
-	dl_free(&dl);
+	tree_listing_free(l);
 	return ret;
 }
 
+bool tree_listing_entry(const struct tree_listing *l, size_t i,
+			struct tree_dirent *out)
+{
+	const struct dl_ent *d = &l->dl.v[i];
+
+	if (i >= l->ready)
+		return false;
+	out->name = dl_name(&l->dl, i);
+	out->tn = d->tn;
+	/* a listing keeps inode numbers, never nodes: a node may be removed
+	 * and forgotten while the directory is open */
+	out->tn.node = NULL;
+	out->st = d->st;
+	out->described_ns = d->described_ns;
+	return true;
+}
+
+bool tree_listing_whole(const struct tree_listing *l)
+{
+	return l->done;
+}
+
+int tree_readdir(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
+		 uint64_t ino, struct tree_dirent **out_alloc, size_t *n)
+{
+	struct tree_listing *l = NULL;
+	int ret = tree_listing_open(ctx, c, ino, &l);
+
+	if (ret == 0)
+		ret = tree_listing_fill(ctx, c, l, SIZE_MAX);
+	if (ret == 0) {
+		*out_alloc = dl_compact(&l->dl);
+		*n = l->dl.n;
+		ret = *out_alloc ? 0 : -ENOMEM;
+	}
+	tree_listing_free(l);
+	return ret;
+}

@@ -79,6 +79,22 @@ struct tree_dirent {
 int tree_readdir(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 		 uint64_t ino, struct tree_dirent **out_alloc, size_t *n);
 
+/* A directory's listing as it is read (listing.c): "." and ".." first,
+ * a keyring's links listed at open and described by tree_listing_fill.
+ * Owned by the opener; tree_listing_free. */
+struct tree_listing;
+int tree_listing_open(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
+		      uint64_t ino, struct tree_listing **out);
+/* Describe links until entry want is final, or the listing is whole. */
+int tree_listing_fill(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
+		      struct tree_listing *l, size_t want);
+/* Entry i if it is final (name valid until the next fill), else false. */
+bool tree_listing_entry(const struct tree_listing *l, size_t i,
+			struct tree_dirent *out);
+/* Whether every entry is final (no fill will add one). */
+bool tree_listing_whole(const struct tree_listing *l);
+void tree_listing_free(struct tree_listing *l);
+
 /* Where a path's last name was found, for telling the kernel to forget it. */
 struct tree_entry {
 	uint64_t parent;		/* 0: the path named the root */
