@@ -8,7 +8,7 @@ teardown() { keyfs_unmount; }
 
 # getdents DIR SIZE [SCRIPT]: the entries of DIR read with getdents64(2)
 # into SIZE bytes at a time, a line each; SCRIPT (shell) runs after the
-# first read.  With "seek", the names after the 50th are read once more
+# first read.  With "seek", the names after the 400th are read once more
 # from that entry's offset and printed after a line "--".
 KEYFS_GETDENTS_PY='
 import ctypes, os, struct, subprocess, sys
@@ -42,7 +42,7 @@ while True:
 for _, name in ents:
 	print(name)
 if len(sys.argv) > 3 and sys.argv[3] == "seek":
-	os.lseek(fd, ents[49][0], os.SEEK_SET)
+	os.lseek(fd, ents[399][0], os.SEEK_SET)
 	print("--")
 	while True:
 		part = read(fd, size)
@@ -67,16 +67,21 @@ for i in range(int(sys.argv[2])):
 @test "a keyring listed in small parts: every key once, a keyring before its user key's name as %keyring:NAME" {
 	mkdir "$MNT/session/r"
 	mkdir "$MNT/session/r/dup"
-	make_keys "$MNT/session/r" 300
+	make_keys "$MNT/session/r" 600
+	# one more after the part described at opendir
+	mkdir "$MNT/session/r/late"
 	echo v >"$MNT/session/r/%user:dup"
+	echo v >"$MNT/session/r/%user:late"
 	run getdents "$MNT/session/r" 512
 	assert_success
 	assert_equal "$(printf '%s\n' "$output" | sort | uniq -d)" ""
-	assert_equal "${#lines[@]}" 304	# ., .., 300 keys, dup, %keyring:dup
+	assert_equal "${#lines[@]}" 606	# ., .., 600 keys, 2 keyrings, 2 keys
 	assert_line dup
 	assert_line "%keyring:dup"
+	assert_line late
+	assert_line "%keyring:late"
 	assert_line k000
-	assert_line k299
+	assert_line k599
 	[ -d "$MNT/session/r/%keyring:dup" ]
 	assert_equal "$(cat "$MNT/session/r/dup")" v
 }
@@ -84,23 +89,23 @@ for i in range(int(sys.argv[2])):
 @test "keys removed while the listing is read: the others each once, a removed one at most once" {
 	local i
 	mkdir "$MNT/session/r"
-	make_keys "$MNT/session/r" 400
+	make_keys "$MNT/session/r" 800
 	run getdents "$MNT/session/r" 512 \
-		"for i in \$(seq 200 2 399); do rm '$MNT/session/r/k'\$i; done"
+		"for i in \$(seq 400 2 799); do rm '$MNT/session/r/k'\$i; done"
 	assert_success
 	assert_equal "$(printf '%s\n' "$output" | sort | uniq -d)" ""
-	for ((i = 0; i < 400; i++)); do
-		if ((i < 200 || i % 2)); then
+	for ((i = 0; i < 800; i++)); do
+		if ((i < 400 || i % 2)); then
 			assert_line "$(printf 'k%03d' "$i")"
 		fi
 	done
 	run ls "$MNT/session/r"
-	assert_equal "${#lines[@]}" 300
+	assert_equal "${#lines[@]}" 600
 }
 
 @test "a listing read again from an entry's offset gives the same entries after it" {
 	mkdir "$MNT/session/r"
-	make_keys "$MNT/session/r" 200
+	make_keys "$MNT/session/r" 600
 	run getdents "$MNT/session/r" 1024 seek
 	assert_success
 	local all=() again=() seen=0 line
@@ -113,8 +118,8 @@ for i in range(int(sys.argv[2])):
 			all+=("$line")
 		fi
 	done
-	assert_equal "${#all[@]}" 202
-	assert_equal "${again[*]}" "${all[*]:50}"
+	assert_equal "${#all[@]}" 602
+	assert_equal "${again[*]}" "${all[*]:400}"
 }
 
 @test "a keyring listed while its keys change: no error, no name twice" {

@@ -11,10 +11,14 @@
 #include "perm.h"
 #include "timens.h"
 
-/* Entries described ahead of the reader: about one reply's worth (a
+/* Entries described ahead of the reader: at least one reply's worth (a
  * readdirplus entry of a key is some 160 bytes), described after a reply
  * while the kernel takes that reply in. */
 #define LISTING_AHEAD_MIN 32
+/* Entries described before opendir replies: a listing this long is made
+ * whole there, as before listings were made as they are read, with no
+ * copy of the opener's groups (a read of /proc) and no part ahead. */
+#define LISTING_AT_OPEN 256
 
 static void describe_ahead(struct keyfs_ctx *ctx, struct handle *h,
 			   size_t upto)
@@ -33,7 +37,7 @@ void fs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	int ret = h ? tree_listing_open(ctx, c, ino, &h->list) : -ENOMEM;
 
 	if (ret == 0)
-		ret = tree_listing_fill(ctx, c, h->list, LISTING_AHEAD_MIN);
+		ret = tree_listing_fill(ctx, c, h->list, LISTING_AT_OPEN);
 	if (ret < 0) {
 		handle_free(h);
 		fuse_reply_err(req, -stale_if_gone(ctx, ino, ret));
@@ -49,7 +53,7 @@ void fs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		handle_free(h);
 		return;
 	}
-	describe_ahead(ctx, h, 2 * LISTING_AHEAD_MIN);
+	describe_ahead(ctx, h, 2 * LISTING_AT_OPEN);
 }
 
 /* The node of a listed entry as it is now; false when it is gone or was
