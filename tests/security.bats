@@ -108,20 +108,30 @@ os.close(fd)
 ' "$@"
 }
 
-@test "the mounter writing into another user's pending entry keeps what that user set on it" {
-	need_u2
-	local s f=$BATS_TEST_TMPDIR/go pid
-	s=$(open_ring)
-	chmod 755 "$BATS_TEST_TMPDIR"
-	mkfifo -m 666 "$f"
-	# an expiry alone: the key is the user's, with add_key's default
-	# permission (the user may view it), and expires
-	as2_holds "$MNT/by-id/$s/tokD" "$f" expiry=+100 &
+# mounter_writes_into S NAME ATTR=VALUE...: the second user holds NAME in
+# keyring S (session/ring) open with the attributes set, and the mounter
+# writes into it: the errno of the mounter's write and close.
+mounter_writes_into()
+{
+	local s=$1 name=$2 f=$BATS_TEST_TMPDIR/go pid
+	shift 2
+	[[ -p $f ]] || mkfifo -m 666 "$f"
+	as2_holds "$MNT/by-id/$s/$name" "$f" "$@" &
 	pid=$!
 	cat "$f" >/dev/null
-	run kerrno write "$MNT/session/ring/tokD" secret-root w
+	kerrno write "$MNT/session/ring/$name" secret-root w
 	: >"$f"
 	wait "$pid"
+}
+
+@test "the mounter writing into another user's pending entry keeps what that user set on it" {
+	need_u2
+	local s
+	s=$(open_ring)
+	chmod 755 "$BATS_TEST_TMPDIR"
+	# an expiry alone: the key is the user's, with add_key's default
+	# permission (the user may view it), and expires
+	run mounter_writes_into "$s" tokD expiry=+100
 	assert_output OK
 	assert_equal "$(stat -c %u "$MNT/session/ring/tokD")" "$U2UID"
 	assert_equal "$(xget perm "$MNT/session/ring/tokD")" 0x3f010000
@@ -129,12 +139,7 @@ os.close(fd)
 	run as2_errno read "$MNT/session/ring/tokD"
 	assert_output EACCES
 	# a permission the user chose: the key gets it
-	as2_holds "$MNT/by-id/$s/tokE" "$f" expiry=+100 perm=0x3f3f0000 &
-	pid=$!
-	cat "$f" >/dev/null
-	run kerrno write "$MNT/session/ring/tokE" secret-root w
-	: >"$f"
-	wait "$pid"
+	run mounter_writes_into "$s" tokE expiry=+100 perm=0x3f3f0000
 	assert_output OK
 	assert_equal "$(xget perm "$MNT/session/ring/tokE")" 0x3f3f0000
 	[[ $(xget expiry "$MNT/session/ring/tokE") -gt $(date +%s) ]]
