@@ -364,6 +364,7 @@ struct tree_listing {
 	size_t ready;
 	bool keyring_seen;
 	bool done;
+	int err;	/* a finish that failed half way: the listing is lost */
 };
 
 /* Every link described: name the keyrings, then keyfs's pending entries
@@ -389,30 +390,30 @@ int tree_listing_fill(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 		      struct tree_listing *l, size_t want)
 {
 	struct key_info ki;
+	size_t at;
 	int ret;
 
-	while (!l->done && l->ready < want) {
+	while (!l->done && !l->err && l->ready < want) {
 		if (l->next == l->nlinks) {
-			ret = keyring_finish(ctx, c, l);
-			if (ret < 0)
-				return ret;
-			l->done = true;
-			l->ready = l->dl.n;
+			/* names and entries made by half a finish cannot be
+			 * told apart from the rest: no second try */
+			l->err = keyring_finish(ctx, c, l);
+			l->done = l->err == 0;
+			l->ready = l->done ? l->dl.n : l->ready;
 			break;
 		}
-		size_t at = l->dl.n;
-
+		at = l->dl.n;
 		ret = add_link(ctx, c, &l->dl, l->links[l->next], &ki,
 			       &l->cls[at - l->first]);
 		if (ret < 0)
-			return ret;
+			return ret;	/* nothing added: the next fill tries again */
 		l->next++;
 		if (l->dl.n > at && l->cls[at - l->first] == LC_KEYRING)
 			l->keyring_seen = true;
 		if (!l->keyring_seen)
 			l->ready = l->dl.n;
 	}
-	return 0;
+	return l->err;
 }
 
 /* A keyring's listing: its links now, described later. */
