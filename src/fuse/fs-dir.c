@@ -113,9 +113,7 @@ static void do_readdir(fuse_req_t req, size_t size, off_t off,
 				break;
 			ret = tree_listing_fill(ctx, &h->opener, h->list,
 						i + LISTING_AHEAD_MIN);
-			if (ret == 0 && !tree_listing_entry(h->list, i, &d))
-				break;
-			if (ret < 0)
+			if (ret < 0 || !tree_listing_entry(h->list, i, &d))
 				break;
 			now_ns = keyfs_mono_ns();
 		}

@@ -399,7 +399,8 @@ int tree_listing_fill(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 			 * told apart from the rest: no second try */
 			l->err = keyring_finish(ctx, c, l);
 			l->done = l->err == 0;
-			l->ready = l->done ? l->dl.n : l->ready;
+			if (l->done)
+				l->ready = l->dl.n;
 			break;
 		}
 		at = l->dl.n;
@@ -491,10 +492,11 @@ fail:
 bool tree_listing_entry(const struct tree_listing *l, size_t i,
 			struct tree_dirent *out)
 {
-	const struct dl_ent *d = &l->dl.v[i];
+	const struct dl_ent *d;
 
-	if (i >= l->ready)
+	if (i >= l->ready)	/* i may be any offset a seekdir gave */
 		return false;
+	d = &l->dl.v[i];
 	out->name = dl_name(&l->dl, i);
 	out->tn = d->tn;
 	/* a listing keeps inode numbers, never nodes: a node may be removed
