@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# listing.bats: a keyring's listing made as it is read (issue 10): read in small parts, across removals, from an offset, and a keyring's name that depends on a later user key.
+# listing.bats: a keyring's listing made as it is read (issue 10): read in small parts, across removals, from an offset, a keyring's name that depends on a later user key, and a pending entry a key has hidden.
 
 load lib/keyfs
 
@@ -145,4 +145,25 @@ for i in range(300, 600):
 	run ls "$MNT/session/r"
 	assert_equal "${#lines[@]}" 300
 	assert_line k599
+}
+
+@test "a pending entry whose name a key has taken since is listed once, as the key" {
+	mkdir "$MNT/session/r" "$MNT/session/r2"
+	# more than the part described at opendir, so the pending entries
+	# are added at the end of a listing made as it is read
+	make_keys "$MNT/session/r" 300
+	printf x >"$MNT/session/r2/k"
+	touch "$MNT/session/r/k"
+	echo "session/r2/k session/r" >"$MNT/.keyfs/link"
+	run getdents "$MNT/session/r" 512
+	assert_success
+	assert_equal "$(printf '%s\n' "$output" | sort | uniq -d)" ""
+	assert_equal "${#lines[@]}" 303	# ., .., 300 keys, k
+	assert_line k
+	assert_equal "$(cat "$MNT/session/r/k")" x
+	# the key gone, the pending entry is there again
+	rm "$MNT/session/r/k"
+	run ls -1U "$MNT/session/r"
+	assert_equal "$(printf '%s\n' "$output" | grep -c '^k$')" 1
+	assert_equal "$(getfattr --only-values -n user.keyfs.state "$MNT/session/r/k")" pending
 }

@@ -196,34 +196,44 @@ static int readdir_byid(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 	return ret;
 }
 
-/* A set of descriptions, to find keyrings that share a user key's name. */
-struct descset {
-	const char **slot;
+/* A set of the listing's names, each kept as its offset into the names:
+ * offsets stay valid as names are added (the block may move). */
+struct nameset {
+	const struct dirlist *dl;
+	size_t *slot;		/* 1 + a name's offset; 0: free */
 	size_t size;
 };
 
-static int ds_init(struct descset *ds, size_t n)
+static int ns_init(struct nameset *ns, const struct dirlist *dl, size_t n)
 {
-	ds->size = n * 2 + 1;
-	ds->slot = calloc(ds->size, sizeof(*ds->slot));
-	return ds->slot ? 0 : -ENOMEM;
+	ns->dl = dl;
+	ns->size = n * 2 + 1;
+	ns->slot = calloc(ns->size, sizeof(*ns->slot));
+	return ns->slot ? 0 : -ENOMEM;
 }
 
-static void ds_add(struct descset *ds, const char *s)
+static const char *ns_name(const struct nameset *ns, size_t i)
 {
-	size_t i = hash_str(s) % ds->size;
-
-	while (ds->slot[i] && strcmp(ds->slot[i], s) != 0)
-		i = (i + 1) % ds->size;
-	ds->slot[i] = s;
+	return ns->dl->names + ns->slot[i] - 1;
 }
 
-static bool ds_has(const struct descset *ds, const char *s)
+/* Add entry i's name; a set holds at most the n names it was made for. */
+static void ns_add(struct nameset *ns, size_t i)
 {
-	size_t i = hash_str(s) % ds->size;
+	const char *s = dl_name(ns->dl, i);
+	size_t j = hash_str(s) % ns->size;
 
-	for (; ds->slot[i]; i = (i + 1) % ds->size)
-		if (strcmp(ds->slot[i], s) == 0)
+	while (ns->slot[j] && strcmp(ns_name(ns, j), s) != 0)
+		j = (j + 1) % ns->size;
+	ns->slot[j] = ns->dl->v[i].name + 1;
+}
+
+static bool ns_has(const struct nameset *ns, const char *s)
+{
+	size_t j = hash_str(s) % ns->size;
+
+	for (; ns->slot[j]; j = (j + 1) % ns->size)
+		if (strcmp(ns_name(ns, j), s) == 0)
 			return true;
 	return false;
 }
@@ -232,18 +242,47 @@ struct pending_walk {
 	struct keyfs_ctx *ctx;
 	const struct keyfs_cred *c;
 	struct dirlist *dl;
+	const struct nameset *taken;	/* NULL: count only */
+	size_t count;
 	int ret;
 };
 
+/* A pending entry is listed under the name the key will have once
+ * instantiated, unless a key has that name now (linked with .keyfs/link
+ * or added with keyctl since the entry was made): a lookup finds that key
+ * first (lookup_in_keyring), so the listing shows the name once, as the
+ * key. */
 static void add_pending(struct node *n, void *arg)
 {
 	struct pending_walk *w = arg;
 	char name[KEYFS_NAME_MAX + 1];
 
-	/* Listed under the name the key will have once instantiated. */
-	if (w->ret == 0 &&
-	    name_for_key(n->pk->type, n->pk->desc, false, name, sizeof(name)) == 0)
+	w->count++;
+	if (w->taken && w->ret == 0 &&
+	    name_for_key(n->pk->type, n->pk->desc, false, name, sizeof(name)) == 0 &&
+	    !ns_has(w->taken, name))
 		w->ret = dl_add_node(w->ctx, w->c, w->dl, name, n->ino);
+}
+
+/* The keyring's pending entries after its links (entries [first, n)). */
+static int add_pendings(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
+			struct dirlist *dl, size_t first, kserial_t keyring)
+{
+	struct pending_walk w = { ctx, c, dl, NULL, 0, 0 };
+	struct nameset taken;
+	size_t n = dl->n;
+
+	node_for_each_pending(ctx->nodes, keyring, add_pending, &w);
+	if (w.count == 0)
+		return 0;
+	if (ns_init(&taken, dl, n - first) < 0)
+		return -ENOMEM;
+	for (size_t i = first; i < n; i++)
+		ns_add(&taken, i);
+	w.taken = &taken;
+	node_for_each_pending(ctx->nodes, keyring, add_pending, &w);
+	free(taken.slot);
+	return w.ret;
 }
 
 enum link_class { LC_NAMED, LC_USER, LC_KEYRING };
@@ -293,31 +332,27 @@ static int add_link(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 }
 
 /* A keyring sharing its description with a user key in the same keyring
- * is listed as %keyring:NAME, and left out when that does not fit.  The
- * set points into the names, so the new names are kept only once it is
- * gone (keeping one may move them).  0 or -ENOMEM. */
+ * is listed as %keyring:NAME, and left out when that does not fit.
+ * 0 or -ENOMEM. */
 static int name_shadowed_keyrings(struct dirlist *dl, size_t first,
-				  unsigned char *cls)
+				  const unsigned char *cls)
 {
 	static const char prefix[] = "%keyring:";
 	char name[KEYFS_NAME_MAX + 1];
-	struct descset users;
+	struct nameset users;
 	size_t n = dl->n - first;
+	int ret = 0;
 
-	if (ds_init(&users, n) < 0)
+	if (ns_init(&users, dl, n) < 0)
 		return -ENOMEM;
 	for (size_t i = 0; i < n; i++)
 		if (cls[i] == LC_USER)
-			ds_add(&users, dl_name(dl, first + i));
-	for (size_t i = 0; i < n; i++)
-		if (cls[i] == LC_KEYRING && !ds_has(&users, dl_name(dl, first + i)))
-			cls[i] = LC_NAMED;
-	free(users.slot);
+			ns_add(&users, first + i);
 	for (size_t i = 0; i < n; i++) {
 		struct dl_ent *d = &dl->v[first + i];
 		const char *old = dl_name(dl, first + i);
 
-		if (cls[i] != LC_KEYRING)
+		if (cls[i] != LC_KEYRING || !ns_has(&users, old))
 			continue;
 		if (strlen(old) + sizeof(prefix) - 1 > KEYFS_NAME_MAX) {
 			d->name = DL_NONAME;
@@ -325,10 +360,13 @@ static int name_shadowed_keyrings(struct dirlist *dl, size_t first,
 		}
 		snprintf(name, sizeof(name), "%s%s", prefix, old);
 		d->name = dl_keep_name(dl, name);
-		if (d->name == DL_NONAME)
-			return -ENOMEM;
+		if (d->name == DL_NONAME) {
+			ret = -ENOMEM;
+			break;
+		}
 	}
-	return 0;
+	free(users.slot);
+	return ret;
 }
 
 static void drop_unnamed(struct dirlist *dl, size_t first)
@@ -372,14 +410,12 @@ struct tree_listing {
 static int keyring_finish(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 			  struct tree_listing *l)
 {
-	struct pending_walk w = { ctx, c, &l->dl, 0 };
 	int ret = name_shadowed_keyrings(&l->dl, l->first, l->cls);
 
 	if (ret < 0)
 		return ret;
 	drop_unnamed(&l->dl, l->first);
-	node_for_each_pending(ctx->nodes, l->keyring, add_pending, &w);
-	ret = w.ret;
+	ret = add_pendings(ctx, c, &l->dl, l->first, l->keyring);
 	/* root=: the mount root's, not the keyring's in other places */
 	if (ret == 0 && l->ino == INO_ROOT)
 		ret = dl_add_node(ctx, c, &l->dl, ".keyfs", INO_CTLDIR);
