@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# rename.bats: rename and link (keyfs(1) "Renaming and linking"): rotation under readers, what a new name carries, EXDEV.
+# rename.bats: rename and link (keyfs(1) "Renaming and linking"): rotation under readers, what a new name carries, EXDEV, a pending entry as the target.
 
 load lib/keyfs
 load lib/users
@@ -198,4 +198,41 @@ rotate_under_reader()
 	echo linked >"$MNT/session/l"
 	run kerrno link "$MNT/session/l" "$MNT/session/r/other2"
 	assert_output EINVAL
+}
+
+@test "mv onto a pending entry replaces it: the name is there once, as what was moved" {
+	mkdir "$MNT/session/r" "$MNT/session/r2"
+	# a pending entry onto another in the same keyring
+	touch "$MNT/session/r/a" "$MNT/session/r/b"
+	local a
+	a=$(ino "$MNT/session/r/a")
+	mv "$MNT/session/r/a" "$MNT/session/r/b"
+	run ls -1U "$MNT/session/r"
+	assert_output b
+	assert_equal "$(ino "$MNT/session/r/b")" "$a"
+	# a key onto a pending entry
+	echo -n K >"$MNT/session/r/key"
+	touch "$MNT/session/r/p"
+	mv "$MNT/session/r/key" "$MNT/session/r/p"
+	run ls -1U "$MNT/session/r"
+	assert_line --index 0 --regexp '^(b|p)$'
+	assert_equal "${#lines[@]}" 2
+	assert_equal "$(cat "$MNT/session/r/p")" K
+	assert_equal "$(getfattr --only-values -n user.keyfs.state "$MNT/session/r/p")" valid
+	# a pending entry onto one of its name in another keyring
+	touch "$MNT/session/r/c" "$MNT/session/r2/c"
+	a=$(ino "$MNT/session/r/c")
+	mv "$MNT/session/r/c" "$MNT/session/r2/c"
+	run ls -1U "$MNT/session/r2"
+	assert_output c
+	assert_equal "$(ino "$MNT/session/r2/c")" "$a"
+	# a writer of the replaced entry commits nothing, as to an unlinked file
+	touch "$MNT/session/r/w1" "$MNT/session/r/w2"
+	a=$(ino "$MNT/session/r/w1")
+	exec {fd}>"$MNT/session/r/w2"
+	mv "$MNT/session/r/w1" "$MNT/session/r/w2"
+	echo data >&"$fd"
+	exec {fd}>&-
+	assert_equal "$(ino "$MNT/session/r/w2")" "$a"
+	assert_equal "$(getfattr --only-values -n user.keyfs.state "$MNT/session/r/w2")" pending
 }

@@ -217,6 +217,35 @@ static void renamed_elsewhere(struct keyfs_ctx *ctx, const struct tnode *tn,
 	fs_name_changed_elsewhere(ctx, newparent, newname);
 }
 
+/* The pending entry newname stands for, other than the one renamed, or
+ * 0.  A rename replaces its target, and a pending entry is keyfs's alone
+ * (the backend's rename cannot see it), so it is removed once the rename
+ * is done, as unlink would (a writer that has it open then commits
+ * nothing).  One a key of its name hides is not looked for: the key is
+ * the target. */
+static fuse_ino_t pending_target(struct keyfs_ctx *ctx,
+				 const struct keyfs_cred *c, fuse_ino_t newparent,
+				 const char *newname, const struct tnode *src)
+{
+	struct tnode tt;
+
+	if (tree_lookup(ctx, c, newparent, newname, &tt) < 0 ||
+	    tt.kind != T_PENDING || tt.serial || tt.ino == src->ino)
+		return 0;
+	return tt.ino;
+}
+
+static void drop_pending_target(struct keyfs_ctx *ctx,
+				const struct keyfs_cred *c, fuse_ino_t ino)
+{
+	struct node *n = ino ? node_get(ctx->nodes, ino) : NULL;
+
+	/* The rename needed write on this keyring as well: nothing is left
+	 * to refuse. */
+	if (n && n->kind == NODE_PENDING)
+		(void)pending_unlink(ctx, c, n);
+}
+
 void fs_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 	       fuse_ino_t newparent, const char *newname, unsigned flags)
 {
@@ -224,6 +253,7 @@ void fs_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 	struct req_cred rc;
 	const struct keyfs_cred *c = req_cred(req, &rc);
 	kserial_t from, to;
+	fuse_ino_t replaced = 0;
 	struct tnode tn;
 	int ret;
 
@@ -237,6 +267,8 @@ void fs_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 	/* A pending entry moves by the rules of the key it will be. */
 	if (ret == 0 && tn.kind == T_PENDING && !tn.serial)
 		ret = pending_may_rename(ctx, c, tn.node, from, to);
+	if (ret == 0 && (from != to || strcmp(name, newname) != 0))
+		replaced = pending_target(ctx, c, newparent, newname, &tn);
 	if (ret == 0 && from == to) {
 		kserial_t target = 0;
 
@@ -258,6 +290,8 @@ void fs_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 	}
 	if (ret == 0 && tn.kind == T_PENDING && !tn.serial)
 		pending_renamed(c, tn.node);
+	if (ret == 0)
+		drop_pending_target(ctx, c, replaced);
 	if (ret == 0)
 		renamed_elsewhere(ctx, &tn, parent, name, newparent, newname);
 	fuse_reply_err(req, ret < 0 ? -ret : 0);
