@@ -335,3 +335,33 @@ collected()
 	run kerrno listdir "$MNT/session/ring"
 	assert_output ENOENT
 }
+
+@test "kernel: a payload over a page written into a key revoked with keyctl fails with EKEYREVOKED and makes no new key" {
+	keyfs_mount
+	echo -n small > "$MNT/session/t"
+	head -c 5000 /dev/zero | tr '\0' a > "$MNT/session/s"
+	local t
+	t=$(ino "$MNT/session/t")
+	# a file opened before the revoke, closed after it
+	run "$KEYFS_PY" -c '
+import os, subprocess, sys
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_TRUNC)
+subprocess.run(["keyctl", "revoke", sys.argv[2]], check=True)
+os.write(fd, b"b" * 5000)
+try:
+	os.close(fd)
+	print("closed")
+except OSError as e:
+	print(os.strerror(e.errno))
+' "$MNT/session/t" "$t"
+	assert_output "Key has been revoked"
+	# a rename onto it: the payload is the source's, over a page
+	run kerrno rename "$MNT/session/s" "$MNT/session/t"
+	assert_output EKEYREVOKED
+	# the revoked key is still the one linked under t
+	run keyctl rlist @s
+	assert_output --regexp "(^| )$t( |\$)"
+	run keyctl search @s user t	# no live key of that name
+	assert_failure
+	assert_equal "$(fsize "$MNT/session/s")" 5000
+}

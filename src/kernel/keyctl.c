@@ -91,10 +91,24 @@ static bool links_now(struct keyfs_backend *b, const struct keyfs_cred *c,
  * link permission, no keyring of keyfs's).  keyfs does the same, as the
  * caller, in a keyring it has just seen linking the key: a keyring holds
  * one key per type and description, so add_key finds this key there.
- * Should another process relink that name in between, add_key acts on
- * the key it then finds (or makes one), with the kernel's check for the
- * caller, and the write fails with EIO.
+ * Should another process relink that name in between, or revoke the key
+ * after dead_state looked, add_key acts on the key it then finds (or
+ * makes one), with the kernel's check for the caller, and the write fails
+ * with EIO.
  */
+/* add_key updates no key that is revoked, expired or invalidated: it makes
+ * a new one and links it in its place, which a write into such a key
+ * must not do.  A describe answers those states before it looks at
+ * permission: -EKEYREVOKED, -EKEYEXPIRED, -ENOKEY, or 0. */
+static int dead_state(kserial_t key)
+{
+	if (keyctl_describe(key, NULL, 0) >= 0)
+		return 0;
+	if (errno == EKEYREVOKED || errno == EKEYEXPIRED || errno == ENOKEY)
+		return -errno;
+	return 0;
+}
+
 static int update_large(struct keyfs_backend *b, const struct keyfs_cred *c,
 			const struct kkey *k, const void *payload, size_t len)
 {
@@ -109,6 +123,10 @@ static int update_large(struct keyfs_backend *b, const struct keyfs_cred *c,
 
 	if (!nrings)
 		return ret;
+	ret = dead_state(key);
+	if (ret < 0)
+		return ret;
+	ret = -EINVAL;
 	/* listing keyrings changes k's entry: work on copies */
 	strcpy(type, k->type);
 	desc = strdup(kkey_desc(k));
