@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# security-kernel.bats: another user reaches no key through request, search, a stale name or a large write (issues 15, 16).
+# security-kernel.bats: another user reaches no key through request, search, a stale name or a large write (issues 15, 16), and views and reads what keyctl lets it.
 
 load lib/keyfs
 load lib/users
@@ -231,4 +231,69 @@ as2_release()
 	assert_failure
 	run cat "$MNT/session/ow/ro"
 	assert_output small
+}
+
+# ---- what another user may view and read, against the kernel's answer
+
+@test "kernel: another user views and reads through by-id/ exactly what keyctl lets it, over 150 random permissions and owners" {
+	skip_unless_kernel
+	need_u2
+	# Keys in a keyring of the test's session, with random permissions,
+	# owners and groups; the second user then asks keyfs (stat and cat of
+	# by-id/SERIAL) and the kernel (describe and read, from a session of
+	# its own: neither possesses anything) for each.
+	local serials
+	serials=$("$KEYFS_PY" -c '
+import ctypes, random, sys
+k = ctypes.CDLL("libkeyutils.so.1", use_errno=True)
+k.add_key.restype = ctypes.c_int32
+k.keyctl.restype = ctypes.c_long
+u2, g2 = int(sys.argv[1]), int(sys.argv[2])
+rnd = random.Random(20261207)
+ring = k.add_key(b"keyring", b"random-perms", None, 0, -3)
+out = []
+for i in range(150):
+	s = k.add_key(b"user", b"k%03d" % i, b"payload%03d" % i, 10, ring)
+	if s < 0:
+		sys.exit("add_key: %d" % ctypes.get_errno())
+	uid = rnd.choice([0, u2, u2, 65534])
+	gid = rnd.choice([0, g2, 65534])
+	perm = rnd.getrandbits(32) & 0x3f3f3f3f
+	if k.keyctl(4, s, uid, gid) < 0 or k.keyctl(5, s, ctypes.c_uint32(perm)) < 0:
+		sys.exit("chown/setperm: %d" % ctypes.get_errno())
+	out.append(str(s))
+print(" ".join(out))
+' "$U2UID" "$U2GID")
+	run as2 keyctl session - "$KEYFS_PY" -c '
+import ctypes, os, struct, sys
+k = ctypes.CDLL("libkeyutils.so.1", use_errno=True)
+k.keyctl.restype = ctypes.c_long
+mnt, serials = sys.argv[1], [int(x) for x in sys.argv[2].split()]
+def kernel(op, s):
+	return k.keyctl(op, s, None, 0) >= 0		# 6: describe, 11: read
+def fs(f):
+	try:
+		f()
+		return True
+	except PermissionError:
+		return False
+bad = seen = read = 0
+for s in serials:
+	path = "%s/by-id/%d" % (mnt, s)
+	kv, kr = kernel(6, s), kernel(11, s)
+	fv, fr = fs(lambda: os.stat(path)), fs(lambda: open(path, "rb").read())
+	seen += kv
+	read += kr
+	# keyfs(1): a key the caller may not view reads as EACCES
+	if kv != fv or (kr != fr and kv):
+		bad += 1
+		print("%d: kernel view %s read %s, keyfs view %s read %s" % (s, kv, kr, fv, fr))
+print("keys %d differ %d" % (len(serials), bad))
+# both answers occur, or the comparison says nothing
+if not (0 < seen < len(serials) and 0 < read < len(serials)):
+	print("all alike: %d viewable, %d readable" % (seen, read))
+' "$MNT" "$serials"
+	assert_success
+	assert_line "keys 150 differ 0"
+	assert_equal "${#lines[@]}" 2	# and keyctl session's line
 }
