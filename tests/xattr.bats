@@ -203,6 +203,19 @@ print(os.getxattr(sys.argv[1], "user.keyfs.perm"))' "$MNT/session/k"
 	assert_equal "$(xget perm "$MNT/session/k")" 0x3f030000
 }
 
+@test "setfattr -v 0x3f3f3f3f works as typed: four printable bytes that are no number are the mask" {
+	mkdir "$MNT/session/r"
+	setfattr -n user.keyfs.perm -v 0x3f3f3f3f "$MNT/session/r"
+	assert_equal "$(xget perm "$MNT/session/r")" 0x3f3f3f3f
+	echo v >"$MNT/session/k"
+	setfattr -n user.keyfs.perm -v 0x3f3b3f3f "$MNT/session/k"	# "?;??"
+	assert_equal "$(xget perm "$MNT/session/k")" 0x3f3b3f3f
+	# four hexadecimal digits stay text
+	xset perm 3f3f "$MNT/session/k"
+	run kerrno getxattr "$MNT/session/k" user.keyfs.perm
+	assert_output EACCES	# 0x00003f3f: the possessor and the owner lost view
+}
+
 @test "bad perm values are EINVAL and change nothing" {
 	echo v >"$MNT/session/k"
 	local v

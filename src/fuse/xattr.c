@@ -286,6 +286,16 @@ static int parse_value(enum xattr_id id, const char *value, size_t size,
 		*perm = (uint32_t)be_value(value, size);
 		return 0;
 	}
+	/* A mask whose four bytes are all printable (every class with
+	 * setattr: 0x3f3f3f3f is "????") reads as text, but not as a number:
+	 * binary then. */
+	if (id == XA_PERM && size == 4) {
+		memcpy(text, value, size);
+		text[size] = '\0';
+		if (parse_hex32(text, perm) < 0)
+			*perm = (uint32_t)be_value(value, size);
+		return 0;
+	}
 	if (id == XA_EXPIRY && is_binary(value, size, 8)) {
 		uint64_t v = be_value(value, size);
 
