@@ -84,18 +84,6 @@ static bool links_now(struct keyfs_backend *b, const struct keyfs_cred *c,
 	return found;
 }
 
-/*
- * KEYCTL_UPDATE takes at most a page.  `keyctl padd` takes the type's
- * whole limit: add_key(2) into a keyring that links the key updates it in
- * place, and needs write on that keyring and on the key, nothing more (no
- * link permission, no keyring of keyfs's).  keyfs does the same, as the
- * caller, in a keyring it has just seen linking the key: a keyring holds
- * one key per type and description, so add_key finds this key there.
- * Should another process relink that name in between, or revoke the key
- * after dead_state looked, add_key acts on the key it then finds (or
- * makes one), with the kernel's check for the caller, and the write fails
- * with EIO.
- */
 /* add_key updates no key that is revoked, expired or invalidated: it makes
  * a new one and links it in its place, which a write into such a key
  * must not do.  A describe answers those states before it looks at
@@ -109,6 +97,18 @@ static int dead_state(kserial_t key)
 	return 0;
 }
 
+/*
+ * KEYCTL_UPDATE takes at most a page.  `keyctl padd` takes the type's
+ * whole limit: add_key(2) into a keyring that links the key updates it in
+ * place, and needs write on that keyring and on the key, nothing more (no
+ * link permission, no keyring of keyfs's).  keyfs does the same, as the
+ * caller, in a keyring it has just seen linking the key: a keyring holds
+ * one key per type and description, so add_key finds this key there.
+ * Should another process relink that name in between, or revoke the key
+ * after dead_state looked, add_key acts on the key it then finds (or
+ * makes one), with the kernel's check for the caller, and the write fails
+ * with EIO.
+ */
 static int update_large(struct keyfs_backend *b, const struct keyfs_cred *c,
 			const struct kkey *k, const void *payload, size_t len)
 {
