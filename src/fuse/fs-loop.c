@@ -63,12 +63,17 @@ void fs_lock_release(void *arg)
 	pthread_mutex_unlock(&ctx->lock);
 }
 
+bool fs_lock_hand_over(struct keyfs_ctx *ctx)
+{
+	bool read = pool_may_block(ctx->pool);
+
+	pthread_mutex_unlock(&ctx->lock);
+	return read;
+}
+
 void fs_lock_wait_outside(void *arg)
 {
-	struct keyfs_ctx *ctx = arg;
-
-	pool_may_block(ctx->pool);
-	pthread_mutex_unlock(&ctx->lock);
+	(void)fs_lock_hand_over(arg);
 }
 
 /* A wrapper per handler: take the lock, run it, give the lock back.  The

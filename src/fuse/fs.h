@@ -27,6 +27,9 @@ void fs_lock_release(void *ctx);
 /* fs_lock_release for a handler about to wait on something outside keyfs
  * (a callout): another thread reads requests meanwhile (pool.h). */
 void fs_lock_wait_outside(void *ctx);
+/* The same, telling whether another thread reads meanwhile: false when
+ * every worker runs a handler, so that nothing is read until one ends. */
+bool fs_lock_hand_over(struct keyfs_ctx *ctx);
 
 /* Tell the kernel to drop its cached attributes of this key, after keyfs
  * changed it in a way the kernel did not see (a control file, an xattr,

@@ -156,16 +156,20 @@ static void *worker_run(void *arg)
 	return NULL;
 }
 
-void pool_may_block(struct pool *p)
+bool pool_may_block(struct pool *p)
 {
+	bool read;
+
 	if (!p)
-		return;
+		return true;
 	pthread_mutex_lock(&p->mu);
 	/* a reader seen here has its thread: it is named and started
 	 * under p->mu, and unnamed there if the start fails */
 	if (p->reader && pthread_equal(p->reader->thread, pthread_self()))
 		pass_on(p);
+	read = p->reader != NULL;
 	pthread_mutex_unlock(&p->mu);
+	return read;
 }
 
 static void pool_end(struct pool *p)

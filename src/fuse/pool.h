@@ -2,6 +2,8 @@
 #ifndef KEYFS_POOL_H
 #define KEYFS_POOL_H
 
+#include <stdbool.h>
+
 struct fuse_session;
 struct pool;
 
@@ -21,8 +23,10 @@ int pool_run(struct fuse_session *se, unsigned max_threads,
 
 /* The calling handler is about to wait on something outside keyfs (a
  * callout): if it holds the right to read the next request, another
- * thread takes it, so that requests go on being read meanwhile.  pool may
- * be NULL (libfuse's loop, -s). */
-void pool_may_block(struct pool *pool);
+ * thread takes it, so that requests go on being read meanwhile.  False
+ * when no thread is left to read (every one of max_threads runs a
+ * handler): nothing is read until a handler ends.  pool may be NULL
+ * (libfuse's loop, -s): true, as nothing is known. */
+bool pool_may_block(struct pool *pool);
 
 #endif
