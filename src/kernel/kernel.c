@@ -157,7 +157,7 @@ static int describe_dead(struct keyfs_backend *b, const struct keyfs_cred *c,
 	enum key_state state;
 	int ret;
 
-	if (err != -EKEYREVOKED && err != -EKEYEXPIRED && err != -ENOKEY)
+	if (!kerr_dead(err))
 		return err;
 	/* A key keyfs saw revoked or expired stays so until it is gone:
 	 * no need to ask /proc/keys again. */
@@ -226,13 +226,6 @@ static long key_size(struct keyfs_backend *b, const struct keyfs_cred *c,
 	return ret < 0 ? ret : probe->ret;
 }
 
-/* What keyctl read answers a key that is revoked, expired, negative or
- * gone. */
-static bool read_says_dead(long ret)
-{
-	return ret == -EKEYREVOKED || ret == -EKEYEXPIRED || ret == -ENOKEY;
-}
-
 /* recent: k's description is kkey_recent's, which a size probe that
  * finds the key dead or gone sends back (-ESTALE) to be made anew. */
 static int describe_live(struct keyfs_backend *b, const struct keyfs_cred *c,
@@ -272,7 +265,7 @@ static int describe_live(struct keyfs_backend *b, const struct keyfs_cred *c,
 		size = keyctl_read(serial, NULL, 0);
 		if (size < 0)
 			size = -errno;
-		if (recent && read_says_dead(size))
+		if (recent && kerr_dead(size))
 			return -ESTALE;	/* or negative: a describe tells */
 		if (size == -ENOKEY)
 			out->state = KEY_STATE_NEGATIVE;
@@ -284,7 +277,7 @@ static int describe_live(struct keyfs_backend *b, const struct keyfs_cred *c,
 		size = 0;
 	else if (!sized)
 		size = key_size(b, c, k);
-	if (recent && read_says_dead(size))
+	if (recent && kerr_dead(size))
 		return -ESTALE;
 	if (size == -ENOKEY)
 		out->state = KEY_STATE_NEGATIVE;

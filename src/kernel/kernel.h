@@ -236,6 +236,13 @@ static inline int kerr(long r)
 	return r < 0 ? -errno : 0;
 }
 
+/* What keyctl answers about a key that is revoked, expired, negative,
+ * invalidated or gone (-errno). */
+static inline bool kerr_dead(long err)
+{
+	return err == -EKEYREVOKED || err == -EKEYEXPIRED || err == -ENOKEY;
+}
+
 static inline bool is_mounter(const struct keyfs_backend *b,
 			      const struct keyfs_cred *c)
 {

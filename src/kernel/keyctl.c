@@ -90,11 +90,9 @@ static bool links_now(struct keyfs_backend *b, const struct keyfs_cred *c,
  * permission: -EKEYREVOKED, -EKEYEXPIRED, -ENOKEY, or 0. */
 static int dead_state(kserial_t key)
 {
-	if (keyctl_describe(key, NULL, 0) >= 0)
-		return 0;
-	if (errno == EKEYREVOKED || errno == EKEYEXPIRED || errno == ENOKEY)
-		return -errno;
-	return 0;
+	int err = kerr(keyctl_describe(key, NULL, 0));
+
+	return kerr_dead(err) ? err : 0;
 }
 
 /*
