@@ -281,19 +281,10 @@ static int parse_value(enum xattr_id id, const char *value, size_t size,
 		       time_t now, uint32_t *perm, unsigned *secs)
 {
 	char text[XATTR_VALUE_MAX + 1];
+	int ret;
 
 	if (id == XA_PERM && is_binary(value, size, 4)) {
 		*perm = (uint32_t)be_value(value, size);
-		return 0;
-	}
-	/* A mask whose four bytes are all printable (every class with
-	 * setattr: 0x3f3f3f3f is "????") reads as text, but not as a number:
-	 * binary then. */
-	if (id == XA_PERM && size == 4) {
-		memcpy(text, value, size);
-		text[size] = '\0';
-		if (parse_hex32(text, perm) < 0)
-			*perm = (uint32_t)be_value(value, size);
 		return 0;
 	}
 	if (id == XA_EXPIRY && is_binary(value, size, 8)) {
@@ -308,9 +299,17 @@ static int parse_value(enum xattr_id id, const char *value, size_t size,
 		return -EINVAL;
 	memcpy(text, value, size);
 	text[size] = '\0';
-	if (id == XA_PERM)
-		return parse_hex32(text, perm);
-	return parse_expiry(text, now, secs);
+	if (id != XA_PERM)
+		return parse_expiry(text, now, secs);
+	/* A mask whose four bytes are all printable (every class with
+	 * setattr: 0x3f3f3f3f is "????") reads as text, but not as a
+	 * number: binary then. */
+	ret = parse_hex32(text, perm);
+	if (ret < 0 && size == 4) {
+		*perm = (uint32_t)be_value(value, size);
+		ret = 0;
+	}
+	return ret;
 }
 
 int xattr_set(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
