@@ -242,8 +242,8 @@ struct pending_walk {
 	struct keyfs_ctx *ctx;
 	const struct keyfs_cred *c;
 	struct dirlist *dl;
-	const struct nameset *taken;	/* NULL: count only */
-	size_t count;
+	size_t first, n;	/* the links' entries: [first, n) */
+	struct nameset taken;	/* their names, made at the first pending entry */
 	int ret;
 };
 
@@ -251,16 +251,21 @@ struct pending_walk {
  * instantiated, unless a key has that name now (linked with .keyfs/link
  * or added with keyctl since the entry was made): a lookup finds that key
  * first (lookup_in_keyring), so the listing shows the name once, as the
- * key. */
+ * key.  The set of names taken is made only for a keyring that has a
+ * pending entry. */
 static void add_pending(struct node *n, void *arg)
 {
 	struct pending_walk *w = arg;
 	char name[KEYFS_NAME_MAX + 1];
 
-	w->count++;
-	if (w->taken && w->ret == 0 &&
+	if (w->ret == 0 && !w->taken.slot) {
+		w->ret = ns_init(&w->taken, w->dl, w->n - w->first);
+		for (size_t i = w->first; w->ret == 0 && i < w->n; i++)
+			ns_add(&w->taken, i);
+	}
+	if (w->ret == 0 &&
 	    name_for_key(n->pk->type, n->pk->desc, false, name, sizeof(name)) == 0 &&
-	    !ns_has(w->taken, name))
+	    !ns_has(&w->taken, name))
 		w->ret = dl_add_node(w->ctx, w->c, w->dl, name, n->ino);
 }
 
@@ -268,20 +273,11 @@ static void add_pending(struct node *n, void *arg)
 static int add_pendings(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 			struct dirlist *dl, size_t first, kserial_t keyring)
 {
-	struct pending_walk w = { ctx, c, dl, NULL, 0, 0 };
-	struct nameset taken;
-	size_t n = dl->n;
+	struct pending_walk w = { .ctx = ctx, .c = c, .dl = dl,
+				  .first = first, .n = dl->n };
 
 	node_for_each_pending(ctx->nodes, keyring, add_pending, &w);
-	if (w.count == 0)
-		return 0;
-	if (ns_init(&taken, dl, n - first) < 0)
-		return -ENOMEM;
-	for (size_t i = first; i < n; i++)
-		ns_add(&taken, i);
-	w.taken = &taken;
-	node_for_each_pending(ctx->nodes, keyring, add_pending, &w);
-	free(taken.slot);
+	free(w.taken.slot);
 	return w.ret;
 }
 
