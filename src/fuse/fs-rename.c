@@ -267,7 +267,7 @@ void fs_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 	/* A pending entry moves by the rules of the key it will be. */
 	if (ret == 0 && tn.kind == T_PENDING && !tn.serial)
 		ret = pending_may_rename(ctx, c, tn.node, from, to);
-	if (ret == 0 && (from != to || strcmp(name, newname) != 0))
+	if (ret == 0)
 		replaced = pending_target(ctx, c, newparent, newname, &tn);
 	if (ret == 0 && from == to) {
 		kserial_t target = 0;
