@@ -150,11 +150,15 @@ def one_op(mnt, rs, rnd, seed, n, bad):
     elif op == 15:
         # A map of a file another process shrinks faults (SIGBUS) past
         # the new end, on any file system: the m keys always hold 64
-        # bytes, rewritten whole, and nothing else touches them.
+        # bytes, overwritten in place, and nothing else touches them.
         m_key = os.path.join(r, "m%02d" % rnd.randrange(8))
         if rnd.random() < 0.5:
-            with open(m_key, "wb") as f:
-                f.write(os.urandom(32).hex().encode())
+            # no O_TRUNC: a truncation to 0 would shrink it for a moment
+            fd = os.open(m_key, os.O_WRONLY | os.O_CREAT, 0o600)
+            try:
+                os.write(fd, os.urandom(32).hex().encode())
+            finally:
+                os.close(fd)
         else:
             with open(m_key, "rb") as f:
                 if os.fstat(f.fileno()).st_size:
