@@ -200,6 +200,17 @@ for i in range(n):
 	assert_equal "$(cat "$MNT/session/w/w3_2")" v298
 }
 
+# With -s no other thread reads requests while a change waits for that
+# invalidation: the request it waits behind was never read, and every
+# change ran to the wait's timeout (four writers: over a minute).
+@test "-s: writers in one keyring do not stall one another" {
+	keyfs_mount -s
+	mkdir "$MNT/session/w"
+	in_parallel 4 60 "$WRITER_PY" "$MNT/session/w" 300
+	run ls "$MNT/session/w"
+	assert_output "$(printf 'w%d_0\nw%d_2\n' 1 1 2 2 3 3 4 4)"
+}
+
 # mix_worker SEED DIR SECONDS MNT: every kind of call on twenty names in
 # DIR and in keyrings below it, at random, from several processes at once:
 # files, keyrings, renames across keyrings, hard links, the perm

@@ -45,7 +45,9 @@ struct keyfs_ctx {
 	struct timespec started;	/* the times of keyfs's own directories and files */
 	struct fuse_session *se;	/* for telling the kernel what changed */
 	struct notifier *notifier;	/* fs-notify.c: names to drop from the kernel's cache */
-	struct handle *open_keys;	/* handle.c: open key files, to outlive their keys */
+	/* handle.c: every open file and directory: an open key's attributes
+	 * outlive the key, and what the session's end leaves open is freed */
+	struct handle *open_handles;
 	struct pagecache *pagecache;	/* pagecache.c: payloads the page cache may hold */
 	struct fs_events events;	/* the glue's callbacks (see above) */
 	int store_lock;			/* store=: the lock file (store-lock.c), or -1 */
@@ -58,6 +60,7 @@ struct keyfs_ctx {
 	pthread_mutex_t lock;
 	const struct fuse_lowlevel_ops *ll_ops;	/* the handlers it wraps */
 	struct pool *pool;		/* pool.c, while it serves; else NULL */
+	bool one_thread;		/* -s: no other thread ever reads a request */
 };
 
 /* Call a backend slot, answering -EOPNOTSUPP for a NULL one. */

@@ -33,7 +33,7 @@ void fs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	struct keyfs_ctx *ctx = req_ctx(req);
 	struct req_cred rc;
 	const struct keyfs_cred *c = req_cred(req, &rc);
-	struct handle *h = handle_new(H_DIR, ino);
+	struct handle *h = handle_new(ctx, H_DIR, ino);
 	int ret = h ? tree_listing_open(ctx, c, ino, &h->list) : -ENOMEM;
 
 	if (ret == 0)

@@ -50,7 +50,7 @@ void fs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		timeout = attr_for_kernel(ctx, &tn, &st);
 	/* Written data not yet committed is the file's size, as on any file
 	 * system: fstat and lseek(SEEK_END) must see it. */
-	for (h = ctx->open_keys; ret == 0 && h; h = h->next_open)
+	for (h = ctx->open_handles; ret == 0 && h; h = h->next_open)
 		if (h->ino == ino && h->kind == H_KEY && h->dirty)
 			st.st_size = (off_t)h->len;
 	if (ret < 0 && open_file_attr(ctx, ino, NULL, &st))
@@ -200,7 +200,7 @@ static int open_control(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 
 	if (writable ? acc == O_RDONLY : acc != O_RDONLY)
 		return -EACCES;
-	h = handle_new(writable ? H_CONTROL : H_TEXT, tn->ino);
+	h = handle_new(ctx, writable ? H_CONTROL : H_TEXT, tn->ino);
 	if (!h)
 		return -ENOMEM;
 	h->ctl = tn->ctl;

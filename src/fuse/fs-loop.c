@@ -12,6 +12,7 @@
 #include <fuse_lowlevel.h>
 
 #include "fs.h"
+#include "handle.h"
 #include "pagecache.h"
 #include "pool.h"
 
@@ -65,7 +66,7 @@ void fs_lock_release(void *arg)
 
 bool fs_lock_hand_over(struct keyfs_ctx *ctx)
 {
-	bool read = pool_may_block(ctx->pool);
+	bool read = !ctx->one_thread && pool_may_block(ctx->pool);
 
 	pthread_mutex_unlock(&ctx->lock);
 	return read;
@@ -259,13 +260,15 @@ static void check_single_threaded(void)
 
 /* Serve until unmounted: one thread with -s; libfuse's pool when
  * max_idle_threads or clone_fd ask for what only it does; else keyfs's
- * (pool.h).  0, or nonzero when ended by a signal or an error. */
+ * (pool.h).  0 when unmounted, > 0 when ended by a signal, < 0 on an
+ * error. */
 static int serve(struct keyfs_ctx *ctx, struct fuse_session *se,
 		 const struct fuse_cmdline_opts *cmd)
 {
 	struct fuse_loop_config *cfg;
 	int ret;
 
+	ctx->one_thread = cmd->singlethread;
 	if (cmd->singlethread)
 		return fuse_session_loop(se);
 	if (!cmd->clone_fd && cmd->max_idle_threads == UINT_MAX)
@@ -332,7 +335,13 @@ int fs_loop_run(struct keyfs_ctx *ctx, struct fuse_args *args,
 		ctx->pagecache = pagecache_new();
 	if (after_daemon(ctx) < 0)
 		goto out_unmount;
-	ret = serve(ctx, se, &cmd) != 0;
+	/* A signal (systemctl stop's SIGTERM, ^C) ends keyfs as umount does:
+	 * the mount goes, and the exit is 0, which service managers count
+	 * as a clean stop. */
+	ret = serve(ctx, se, &cmd) < 0;
+	/* Files still open when the session ends (a signal, or a forced
+	 * unmount) never get their release: their payloads are wiped now. */
+	handle_free_all(ctx);
 out_unmount:
 	fs_notifier_stop(ctx);
 	pagecache_free(ctx->pagecache);

@@ -28,7 +28,8 @@ void fs_lock_release(void *ctx);
  * (a callout): another thread reads requests meanwhile (pool.h). */
 void fs_lock_wait_outside(void *ctx);
 /* The same, telling whether another thread reads meanwhile: false when
- * every worker runs a handler, so that nothing is read until one ends. */
+ * every worker runs a handler, or with -s, so that nothing is read until
+ * this one ends. */
 bool fs_lock_hand_over(struct keyfs_ctx *ctx);
 
 /* Tell the kernel to drop its cached attributes of this key, after keyfs

@@ -14,15 +14,38 @@
 #include "secmem.h"
 #include "perm.h"
 
-struct handle *handle_new(enum handle_kind kind, uint64_t ino)
+struct handle *handle_new(struct keyfs_ctx *ctx, enum handle_kind kind,
+			  uint64_t ino)
 {
 	struct handle *h = calloc(1, sizeof(*h));
 
-	if (h) {
-		h->kind = kind;
-		h->ino = ino;
-	}
+	if (!h)
+		return NULL;
+	h->kind = kind;
+	h->ino = ino;
+	h->next_open = ctx->open_handles;
+	if (h->next_open)
+		h->next_open->prev_open = &h->next_open;
+	h->prev_open = &ctx->open_handles;
+	ctx->open_handles = h;
 	return h;
+}
+
+void handle_free_all(struct keyfs_ctx *ctx)
+{
+	while (ctx->open_handles)
+		handle_free(ctx->open_handles);
+}
+
+/* Take a handle off ctx->open_handles. */
+static void handle_close(struct handle *h)
+{
+	if (h && h->prev_open) {
+		*h->prev_open = h->next_open;
+		if (h->next_open)
+			h->next_open->prev_open = h->prev_open;
+		h->prev_open = NULL;
+	}
 }
 
 static void wipe_buf(struct handle *h)
@@ -102,7 +125,7 @@ int handle_open_key(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 		    const struct tnode *tn, int flags, struct handle **out)
 {
 	struct key_info *ki = malloc(sizeof(*ki));
-	struct handle *h = handle_new(H_KEY, tn->ino);
+	struct handle *h = handle_new(ctx, H_KEY, tn->ino);
 	struct key_type_info ti;
 	int acc = flags & O_ACCMODE;
 	int ret;
@@ -170,11 +193,6 @@ int handle_open_key(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 			goto fail;
 	}
 	free(ki);
-	h->next_open = ctx->open_keys;
-	if (h->next_open)
-		h->next_open->prev_open = &h->next_open;
-	h->prev_open = &ctx->open_keys;
-	ctx->open_keys = h;
 	*out = h;
 	return 0;
 fail:
@@ -185,20 +203,10 @@ fail:
 
 struct handle *handle_find_open(struct keyfs_ctx *ctx, uint64_t ino)
 {
-	for (struct handle *h = ctx->open_keys; h; h = h->next_open)
-		if (h->ino == ino)
+	for (struct handle *h = ctx->open_handles; h; h = h->next_open)
+		if (h->ino == ino && h->kind == H_KEY)
 			return h;
 	return NULL;
-}
-
-void handle_close(struct handle *h)
-{
-	if (h && h->prev_open) {
-		*h->prev_open = h->next_open;
-		if (h->next_open)
-			h->next_open->prev_open = h->prev_open;
-		h->prev_open = NULL;
-	}
 }
 
 void handle_set_opener(struct handle *h, const struct keyfs_cred *c,

@@ -11,8 +11,10 @@ enum handle_kind {
 	H_DIR,		/* a directory listing, made as it is read */
 };
 
-/* One open file or directory.  Owned by the FUSE layer through fi->fh;
- * freed (payload wiped) by handle_free. */
+/* One open file or directory.  Owned by the FUSE layer through fi->fh
+ * (and listed on ctx->open_handles from handle_new); freed (payload
+ * wiped) by handle_free at release, or by handle_free_all when the
+ * session ends with it open. */
 struct handle {
 	enum handle_kind kind;
 	uint64_t ino;
@@ -31,7 +33,7 @@ struct handle {
 	struct tree_listing *list;	/* H_DIR */
 	/* Who opened it: a commit acts for the opener, as a file's writes do,
 	 * not for whoever happens to close it (release comes from no one). */
-	struct handle *next_open, **prev_open;	/* ctx->open_keys */
+	struct handle *next_open, **prev_open;	/* ctx->open_handles */
 	struct keyfs_cred opener;
 	gid_t opener_groups[KEYFS_GROUPS_MAX];
 };
@@ -54,17 +56,20 @@ int handle_allocate(struct handle *h, int mode, off_t off, off_t len);
 /* Commit the buffer as one update (or instantiate a pending entry), with
  * the opener's credentials.  0 or the -errno that close(2) reports. */
 int handle_commit(struct keyfs_ctx *ctx, struct handle *h);
-struct handle *handle_new(enum handle_kind kind, uint64_t ino);
+struct handle *handle_new(struct keyfs_ctx *ctx, enum handle_kind kind,
+			  uint64_t ino);
 /* An open key file of inode ino, if any: its attributes answer for a key
  * that is gone while the file is open. */
 struct handle *handle_find_open(struct keyfs_ctx *ctx, uint64_t ino);
-/* Forget an open key file (before handle_free). */
-void handle_close(struct handle *h);
 /* Record c (copied, with its groups when writing) as the credentials
  * commits act with. */
 void handle_set_opener(struct handle *h, const struct keyfs_cred *c,
 		       bool writing);
 void handle_free(struct handle *h);
+/* Free (and wipe) every handle still open: the session ended without the
+ * kernel's RELEASE for them (killed, or a forced unmount), and no request
+ * will come for them again. */
+void handle_free_all(struct keyfs_ctx *ctx);
 
 /* Replace a key's payload, keeping its expiry (the kernel's update would
  * clear it).  Used by commits and by rename within a keyring. */
