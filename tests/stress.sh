@@ -5,7 +5,8 @@
 #
 # KEYFS_BIN names the keyfs binary (default ./keyfs next to the sources;
 # an ASan/UBSan build finds the most).  KEYFS_STRESS_SECONDS (default 30)
-# and KEYFS_STRESS_PROCS (default 4) size each run.  The kernel backend
+# and KEYFS_STRESS_PROCS (default 4) size each run; KEYFS_STRESS_OPTS adds
+# daemon arguments (e.g. "-o attr_timeout=0,entry_timeout=0" or "-s").  The kernel backend
 # runs with a process that changes the keyrings with keyctl behind
 # keyfs's back, and its listings are compared with the kernel's links at
 # the end.  Each run works in a throwaway session keyring and a mount
@@ -19,6 +20,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 bin=${KEYFS_BIN:-$here/../keyfs}
 secs=${KEYFS_STRESS_SECONDS:-30}
 procs=${KEYFS_STRESS_PROCS:-4}
+read -r -a xopts <<<"${KEYFS_STRESS_OPTS:-}"
 py=$(command -v python3)
 work=${KEYFS_STRESS_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/keyfs-stress.XXXXXX")}
 mkdir -p "$work"
@@ -33,9 +35,10 @@ run_one()
 	mkdir -p "$mnt"
 	# shellcheck disable=SC2016	# expanded by the inner shell
 	keyctl session - bash -c '
-		bin=$1 backend=$2 mnt=$3 log=$4 py=$5 secs=$6 procs=$7
-		shift 7
-		"$bin" "$backend" "$mnt" -f -o "backend=$backend" 2>"$log" &
+		bin=$1 backend=$2 mnt=$3 log=$4 py=$5 secs=$6 procs=$7 nx=$8
+		shift 8
+		"$bin" "$backend" "$mnt" -f -o "backend=$backend" "${@:1:nx}" 2>"$log" &
+		shift "$nx"
 		daemon=$!
 		trap "fusermount3 -u -z \"\$mnt\" 2>/dev/null; kill \$daemon 2>/dev/null" EXIT
 		for _ in $(seq 100); do
@@ -50,7 +53,7 @@ run_one()
 		trap - EXIT
 		exit $rc
 	' "$here/stress.sh" "$bin" "$backend" "$mnt" "$log" "$py" "$secs" "$procs" \
-		"${flags[@]}" || return 1
+		"${#xopts[@]}" "${xopts[@]}" "${flags[@]}" || return 1
 	if grep -qE 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$log"; then
 		echo "stress: $backend: sanitizer report in $log" >&2
 		return 1
@@ -59,7 +62,7 @@ run_one()
 
 [[ $# -gt 0 ]] || set -- memory kernel
 for backend in "$@"; do
-	echo "stress: $backend, $procs processes, $secs s"
+	echo "stress: $backend, $procs processes, $secs s${xopts[*]:+, ${xopts[*]}}"
 	if run_one "$backend"; then
 		echo "stress: $backend ok"
 	else
