@@ -122,7 +122,7 @@ static int kernel_persistent(struct keyfs_backend *b,
 static time_t key_expiry(struct keyfs_backend *b, struct kkey *k,
 			 const struct pent *pe, enum key_state state)
 {
-	if (k->exact_expiry && pe && keyfs_ns(b->proc.when) > k->expiry_set_ns) {
+	if (k->exact_expiry && pe && b->proc.when_ns > k->expiry_set_ns) {
 		bool same;
 
 		switch (pe->tmo) {

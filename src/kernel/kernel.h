@@ -51,7 +51,7 @@ struct kidx {
 	size_t nents, cap;	/* entries made (in use or free), room */
 	uint32_t free;		/* 1 + the first free entry's place; 0: none */
 	unsigned nkeyrings;
-	struct timespec built;	/* CLOCK_MONOTONIC */
+	int64_t built_ns;	/* CLOCK_MONOTONIC; 0: to be listed anew */
 	bool unknown;		/* keyfs changed it in a way it cannot follow */
 	/* ents is the listing the index was built from, in order, with no
 	 * free entry: keyfs's own changes have not moved it, so a listing
@@ -122,7 +122,7 @@ struct pcache {
 	size_t n;
 	uint32_t *slots;		/* index + 1 in ents, 0: none */
 	size_t nslots;
-	struct timespec when;		/* CLOCK_MONOTONIC */
+	int64_t when_ns;		/* CLOCK_MONOTONIC */
 	double cost;			/* seconds reading and parsing took */
 	bool valid;
 };
@@ -186,28 +186,10 @@ struct stranger_result {
 	long ret;	/* a serial, or -errno */
 };
 
-static inline struct timespec mono_now(void)
+/* Seconds since mono_ns (keyfs_mono_ns's clock). */
+static inline double age_of(int64_t mono_ns)
 {
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return t;
-}
-
-static inline struct timespec real_now(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_REALTIME, &t);
-	return t;
-}
-
-static inline double age_of(const struct timespec *t)
-{
-	struct timespec now = mono_now();
-
-	return (double)(now.tv_sec - t->tv_sec) +
-	       (double)(now.tv_nsec - t->tv_nsec) / 1e9;
+	return (double)(keyfs_mono_ns() - mono_ns) / 1e9;
 }
 
 /* The description of a key keyfs has described; NULL before. */
@@ -222,12 +204,6 @@ static inline bool kkey_is(const struct kkey *k, const char *type,
 {
 	return k && k->named && strcmp(k->type, type) == 0 &&
 	       strcmp(kkey_desc(k), desc) == 0;
-}
-
-static inline bool after(const struct timespec *a, const struct timespec *b)
-{
-	return a->tv_sec > b->tv_sec ||
-	       (a->tv_sec == b->tv_sec && a->tv_nsec > b->tv_nsec);
 }
 
 /* 0 from a keyctl call that succeeded, -errno from one that failed. */

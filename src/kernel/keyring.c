@@ -23,7 +23,7 @@ struct kidx *kidx_new(size_t hint)
 		kidx_free(x);
 		return NULL;
 	}
-	x->built = mono_now();
+	x->built_ns = keyfs_mono_ns();
 	return x;
 }
 
@@ -242,7 +242,7 @@ void kring_note_unknown(struct keyfs_backend *b, kserial_t ring)
 	struct kkey *r = kkey_get(b, ring);
 
 	if (r && r->idx) {
-		r->idx->built = (struct timespec){ 0, 0 };
+		r->idx->built_ns = 0;
 		r->idx->unknown = true;
 		kidx_unlist(r->idx);
 	}
@@ -295,7 +295,7 @@ static int kidx_refresh(struct keyfs_backend *b, const struct keyfs_cred *c,
 	/* The same listing as last time: the index stands as it is (keys
 	 * behind its serials are described when used, not here). */
 	if (r->idx && kidx_is_listing(r->idx, list, n)) {
-		r->idx->built = mono_now();
+		r->idx->built_ns = keyfs_mono_ns();
 		return 0;
 	}
 	x = kidx_new(n);
@@ -480,7 +480,7 @@ int kring_index(struct keyfs_backend *b, const struct keyfs_cred *c,
 	size_t n;
 	int ret;
 
-	if (!r || !r->idx || age_of(&r->idx->built) >= b->cache_timeout) {
+	if (!r || !r->idx || age_of(r->idx->built_ns) >= b->cache_timeout) {
 		ret = kring_read(b, c, ring, &list, &n);
 		if (ret < 0)
 			return ret;
@@ -603,7 +603,7 @@ int kernel_find(struct keyfs_backend *b, const struct keyfs_cred *c,
 		return ret;
 	r = kkey_get(b, keyring);
 	if (r && r->idx && !r->idx->unknown &&
-	    age_of(&r->idx->built) >= b->cache_timeout)
+	    age_of(r->idx->built_ns) >= b->cache_timeout)
 		return find_stale(b, c, keyring, r->idx, type, desc, out);
 	return find_listed(b, c, keyring, type, desc, out);
 }

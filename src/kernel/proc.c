@@ -150,7 +150,7 @@ void pcache_free(struct pcache *pc)
 
 /* Replace the cache with a parse of text read at when. */
 static int pcache_fill(struct pcache *pc, const char *text,
-		       struct timespec when)
+		       int64_t when)
 {
 	struct pcache n = { 0 };
 	size_t lines = 0, cap;
@@ -176,8 +176,8 @@ static int pcache_fill(struct pcache *pc, const char *text,
 		n.ents[i].next = n.slots[j];
 		n.slots[j] = (uint32_t)i + 1;
 	}
-	n.when = when;
-	n.cost = age_of(&when);	/* the reading and this parse */
+	n.when_ns = when;
+	n.cost = age_of(when);	/* the reading and this parse */
 	n.valid = true;
 	pcache_free(pc);
 	*pc = n;
@@ -186,7 +186,7 @@ static int pcache_fill(struct pcache *pc, const char *text,
 
 static int kproc_read(struct keyfs_backend *b, char **text_alloc)
 {
-	struct timespec when = mono_now();
+	int64_t when = keyfs_mono_ns();
 	char *text;
 	int ret;
 
@@ -245,7 +245,7 @@ static void *refresh_run(void *arg)
 {
 	struct prefresh *r = arg;
 	struct pcache pc;
-	struct timespec when;
+	int64_t when;
 	char *text;
 
 	pthread_mutex_lock(&r->mu);
@@ -256,7 +256,7 @@ static void *refresh_run(void *arg)
 			break;
 		pthread_mutex_unlock(&r->mu);
 		memset(&pc, 0, sizeof(pc));
-		when = mono_now();
+		when = keyfs_mono_ns();
 		if (slurp(PROC_KEYS, &text, NULL) == 0) {
 			pcache_fill(&pc, text, when);
 			free(text);
@@ -325,7 +325,7 @@ static double proc_max_age(const struct keyfs_backend *b)
 /* The parse kept is there and young enough to answer from. */
 static bool proc_young(const struct keyfs_backend *b)
 {
-	return b->proc.valid && age_of(&b->proc.when) < proc_max_age(b);
+	return b->proc.valid && age_of(b->proc.when_ns) < proc_max_age(b);
 }
 
 /* Take the thread's latest parse, if newer; ask for another when the one
@@ -350,7 +350,7 @@ void kproc_peek(struct keyfs_backend *b)
 		return;
 	pthread_mutex_lock(&r->mu);
 	if (r->have_next) {
-		if (!b->proc.valid || after(&r->next.when, &b->proc.when)) {
+		if (!b->proc.valid || r->next.when_ns > b->proc.when_ns) {
 			pcache_free(&b->proc);
 			b->proc = r->next;
 			memset(&r->next, 0, sizeof(r->next));
