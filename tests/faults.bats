@@ -230,7 +230,7 @@ except OSError:
 # frees it (and wipes its payload) itself, which the sanitizer build's
 # leak check sees, and commits nothing the writer has not closed.
 @test "SIGTERM with files open: keyfs exits 0, frees them, and commits no unclosed write" {
-	local i rc=0 holder
+	local rc=0 holder
 	echo -n old >"$MNT/session/k"
 	echo -n other >"$MNT/session/j"
 	# One process holds them open: a shell redirection would close a
@@ -244,20 +244,12 @@ r = os.open(d + "/j", os.O_RDONLY)
 os.read(r, 2)
 dd = os.open(d, os.O_RDONLY | os.O_DIRECTORY)
 os.listdir(dd)
-open(sys.argv[2], "w").close()
+open(sys.argv[2], "w").write("ready")
 time.sleep(60)
 PY
 	holder=$!
-	for ((i = 0; i < 100; i++)); do
-		[[ -e $BATS_TEST_TMPDIR/ready ]] && break
-		sleep 0.1
-	done
-	[[ -e $BATS_TEST_TMPDIR/ready ]] || fail "the holder did not open the files"
+	wait_file "$BATS_TEST_TMPDIR/ready" 10
 	kill -TERM "$KEYFS_PID"
-	for ((i = 0; i < 100; i++)); do
-		kill -0 "$KEYFS_PID" 2>/dev/null || break
-		sleep 0.1
-	done
 	wait "$KEYFS_PID" || rc=$?
 	KEYFS_PID=
 	kill "$holder"
