@@ -1,7 +1,8 @@
 /* bench/floor.c: the benchmark's floor, a minimal read-only low-level FUSE file system shaped like keyfs's tree. */
 
 /*
- * MOUNT/session/rN/kNNNNNN for each N given with -o sizes=N:N:...; every
+ * MOUNT/session/rN/kNNNNNN for each N given with -o sizes=N:N:..., and
+ * MOUNT/@s, a link to session (found by lookup, not listed); every
  * file holds the same 32 bytes as the keys the benchmark makes.  Nothing
  * is stored: names and inodes are computed, so the floor costs what
  * libfuse and the kernel cost and nothing more.  Options are libfuse's
@@ -24,10 +25,11 @@
 #define FLOOR_PAYLOAD "bench-payload-0123456789abcdef.\n"
 #define FLOOR_PAYLOAD_LEN 32
 
-/* Inodes: 1 root, 2 session, 3+i ring i; a file is (i+1) << 32 | (j+1). */
+/* Inodes: 1 root, 2 session, 3+i ring i, then @s; a file is (i+1) << 32 | (j+1). */
 #define INO_ROOT 1
 #define INO_SESSION 2
 #define INO_RING(i) ((fuse_ino_t)(3 + (i)))
+#define INO_LINK INO_RING(FLOOR_MAX_DIRS)
 #define INO_FILE(i, j) ((((fuse_ino_t)(i) + 1) << 32) | ((fuse_ino_t)(j) + 1))
 
 struct floor_opts {
@@ -62,6 +64,12 @@ static int floor_stat(fuse_ino_t ino, struct stat *st)
 		st->st_nlink = 2;
 		return 0;
 	}
+	if (ino == INO_LINK) {
+		st->st_mode = S_IFLNK | 0777;
+		st->st_nlink = 1;
+		st->st_size = 7;
+		return 0;
+	}
 	unsigned long ring = (unsigned long)(ino >> 32), file = (unsigned long)(ino & 0xffffffffu);
 	if (ring == 0 || ring > nrings || file == 0 || file > ring_size[ring - 1])
 		return -ENOENT;
@@ -75,7 +83,7 @@ static int floor_stat(fuse_ino_t ino, struct stat *st)
 static fuse_ino_t floor_find(fuse_ino_t parent, const char *name)
 {
 	if (parent == INO_ROOT)
-		return strcmp(name, "session") == 0 ? INO_SESSION : 0;
+		return strcmp(name, "session") == 0 ? INO_SESSION : strcmp(name, "@s") == 0 ? INO_LINK : 0;
 	if (parent == INO_SESSION) {
 		for (unsigned i = 0; i < nrings; i++) {
 			char buf[32];
@@ -213,9 +221,18 @@ static void floor_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	fuse_reply_buf(req, FLOOR_PAYLOAD + off, n < size ? n : size);
 }
 
+static void floor_readlink(fuse_req_t req, fuse_ino_t ino)
+{
+	if (ino == INO_LINK)
+		fuse_reply_readlink(req, "session");
+	else
+		fuse_reply_err(req, EINVAL);
+}
+
 static const struct fuse_lowlevel_ops floor_ops = {
 	.lookup = floor_lookup,
 	.getattr = floor_getattr,
+	.readlink = floor_readlink,
 	.readdir = floor_readdir,
 	.open = floor_open,
 	.read = floor_read,

@@ -105,6 +105,12 @@ static void key_path(char *buf, size_t len, enum target t, const char *ring, uns
 	snprintf(buf, len, "%s/session/%s/k%06lu", tg[t].root, ring, j);
 }
 
+/* The same key through the @s link, as users name it. */
+static void key_path_at_s(char *buf, size_t len, enum target t, const char *ring, unsigned long j)
+{
+	snprintf(buf, len, "%s/@s/%s/k%06lu", tg[t].root, ring, j);
+}
+
 static int cmp_double(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
@@ -338,13 +344,13 @@ static int cat_path(const char *path)
 	return err;
 }
 
-static double m_cat(enum target t, const char *ring, unsigned long j, int iters)
+static double m_cat(enum target t, const char *ring, unsigned long j, int iters, int at_s)
 {
 	char path[4096], buf[4096];
 	key_serial_t k = 0;
 	if (t == T_RAW && (k = raw_find(ring, j)) < 0)
 		return NAN;
-	key_path(path, sizeof(path), t, ring, j);
+	(at_s ? key_path_at_s : key_path)(path, sizeof(path), t, ring, j);
 	double t0 = now();
 	for (int i = 0; i < iters; i++) {
 		if (t == T_RAW) {
@@ -1178,6 +1184,7 @@ int main(int argc, char **argv)
 
 	/* The single-process rows, interleaved. */
 	struct row *r_cat = row_new(U_US, 1, "repeated cat of one key");
+	struct row *r_cat_at_s = row_new(U_US, 1, "repeated cat of one key through the @s link");
 	struct row *r_first = row_new(U_US, 1, "first cat of a key (never opened; %lu-key ring)", plan.large);
 	struct row *r_stat = row_new(U_US, 1, "stat of one key");
 	struct row *r_create = row_new(U_US, 1, "create (open O_CREAT/write/close; raw: add_key)");
@@ -1195,7 +1202,8 @@ int main(int argc, char **argv)
 			if (t < 0)
 				break;
 			enum target e = (enum target)t;
-			MEASURE(r_cat, t, rep, m_cat(e, ring_s, 1, plan.cat_iters));
+			MEASURE(r_cat, t, rep, m_cat(e, ring_s, 1, plan.cat_iters, 0));
+			MEASURE(r_cat_at_s, t, rep, m_cat(e, ring_s, 1, plan.cat_iters, 1));
 			/* The first pass after setup warms nothing it measures:
 			 * fresh keys each repetition. */
 			names_forgotten(e);

@@ -32,6 +32,20 @@ teardown() { keyfs_unmount; }
 	assert_equal "$(stat -L -c %i "$MNT/@u")" "$(ino "$MNT/user")"
 }
 
+@test "paths through the @ links read the link once, not once a path" {
+	keyfs_unmount
+	keyfs_mount -d
+	local i
+	for i in 1 2 3 4 5 6; do
+		echo "$i" >"$MNT/@s/k$i"
+		stat "$MNT/@s/k$i" >/dev/null
+		cat "$MNT/@s/k$i" >/dev/null
+	done
+	ls -l "$MNT/@s/" >/dev/null
+	run grep -c 'opcode: READLINK' "$KEYFS_LOG"
+	assert_output 1
+}
+
 @test "a key created through @s is in session" {
 	echo x >"$MNT/@s/via-link"
 	assert_equal "$(cat "$MNT/session/via-link")" x

@@ -14,6 +14,10 @@ static void fs_init(void *userdata, struct fuse_conn_info *conn)
 	if (conn->capable & FUSE_CAP_ATOMIC_O_TRUNC)
 		conn->want |= FUSE_CAP_ATOMIC_O_TRUNC;
 	conn->want &= ~FUSE_CAP_READDIRPLUS_AUTO;
+	/* The only links are @s @u @us @p, whose targets never change: the
+	 * kernel may keep them, or every path through @s costs a READLINK. */
+	if (conn->capable & FUSE_CAP_CACHE_SYMLINKS)
+		conn->want |= FUSE_CAP_CACHE_SYMLINKS;
 }
 
 static const struct fuse_lowlevel_ops keyfs_ll_ops = {
