@@ -225,14 +225,15 @@ static int open_control(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
  * buffer, so they must not meet cached pages, and O_DIRECT asks for a
  * strict snapshot. */
 static int page_mode(struct keyfs_ctx *ctx, const struct tnode *tn,
-		     const struct handle *h, int flags)
+		     const struct handle *h, int flags, bool *fill)
 {
+	*fill = false;
 	if (!ctx->pagecache || h->kind != H_KEY || tn->kind != T_KEY ||
 	    tn->ino != tree_ino(ctx, tn->serial))
 		return PC_DIRECT;
 	if ((flags & O_ACCMODE) != O_RDONLY || (flags & (O_DIRECT | O_TRUNC)))
 		return pagecache_writer(ctx, tn->ino);
-	return pagecache_open(ctx, tn->ino, h->buf, h->len);
+	return pagecache_open(ctx, tn->ino, h->buf, h->len, fill);
 }
 
 /* A key that can no longer be read (revoked, expired, gone) leaves no
@@ -251,6 +252,7 @@ void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	const struct keyfs_cred *c = req_cred(req, &rc);
 	struct handle *h = NULL;
 	struct tnode tn = { .kind = T_ROOT };
+	bool fill;
 	int ret = tree_node(ctx, ino, &tn);
 
 	if (ret == 0) {
@@ -267,7 +269,11 @@ void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		return;
 	}
 	fi->fh = (uintptr_t)h;
-	h->pagemode = page_mode(ctx, &tn, h, fi->flags);
+	h->pagemode = page_mode(ctx, &tn, h, fi->flags, &fill);
+	/* Before the answer, so the reader's first read finds the pages:
+	 * one READ request fewer for a first cat. */
+	if (fill)
+		fs_fill_pages(ctx, ino, h->buf, h->len);
 	/* Pages are dropped by keyfs (pagecache.c), never by an open: other
 	 * readers may be reading them. */
 	fi->direct_io = h->pagemode != PC_CACHED;

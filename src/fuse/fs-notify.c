@@ -1,4 +1,4 @@
-/* fs-notify.c: tells the kernel to forget a cached name or attributes, from a thread of its own. */
+/* fs-notify.c: tells the kernel to forget a cached name or attributes, from a thread of its own; hands it a key's pages. */
 #define FUSE_USE_VERSION 314
 #include <errno.h>
 #include <pthread.h>
@@ -241,6 +241,19 @@ void fs_forget_key_attrs(struct keyfs_ctx *ctx, kserial_t serial)
 uint64_t fs_forget_pages(struct keyfs_ctx *ctx, uint64_t ino)
 {
 	return enqueue(ctx, ino, N_PAGES, "");
+}
+
+void fs_fill_pages(struct keyfs_ctx *ctx, uint64_t ino, const void *buf,
+		   size_t len)
+{
+	struct fuse_bufvec bv = FUSE_BUFVEC_INIT(len);
+
+	if (!ctx->se || len == 0 || len > FS_FILL_MAX)
+		return;
+	bv.buf[0].mem = (void *)buf;
+	/* Nothing rests on it: pages the kernel did not take are read
+	 * through keyfs, as before. */
+	(void)fuse_lowlevel_notify_store(ctx->se, ino, 0, &bv, 0);
 }
 
 bool fs_notify_sent(struct keyfs_ctx *ctx, uint64_t seq)

@@ -61,6 +61,13 @@ bool fs_name_changed_elsewhere(struct keyfs_ctx *ctx, uint64_t parent,
 /* The same for its attributes and every page of it the kernel cached;
  * returns the notification's number for fs_notify_sent (0: not queued). */
 uint64_t fs_forget_pages(struct keyfs_ctx *ctx, uint64_t ino);
+/* Give the kernel inode ino's pages: buf, len bytes from offset 0, at
+ * most FS_FILL_MAX (a payload over it is read through keyfs).  Sent from
+ * the caller's thread, at once: only for an inode no READ can be waiting
+ * on (pagecache_open's fill), since the kernel locks its pages for it. */
+#define FS_FILL_MAX (64 * 1024)
+void fs_fill_pages(struct keyfs_ctx *ctx, uint64_t ino, const void *buf,
+		   size_t len);
 /* Has the kernel been told notification seq (and all before it)? */
 bool fs_notify_sent(struct keyfs_ctx *ctx, uint64_t seq);
 /* Wait until what was queued so far is sent, at most a quarter second,

@@ -21,9 +21,11 @@ struct pc_entry {
 	unsigned opens;		/* cached readers open now */
 	unsigned foreign;	/* other opens whose pages (a private mmap of
 				 * a direct open) may not be hash's payload */
+	unsigned aside;		/* PC_ASIDE opens */
 	size_t len;		/* the payload's length, with hash */
 	bool valid;		/* hash says what the page cache may hold */
 	bool stale;		/* cached readers hold a payload since replaced */
+	bool filled;		/* pages given or read since the last drop */
 	unsigned char hash[PC_HASH];
 };
 
@@ -82,7 +84,7 @@ static void sweep(struct pagecache *pc)
 		for (struct pc_entry **p = &pc->b[i]; *p;) {
 			struct pc_entry *e = *p;
 
-			if (e->opens || e->foreign) {
+			if (e->opens || e->foreign || e->aside) {
 				p = &e->next;
 				continue;
 			}
@@ -124,6 +126,7 @@ static void drop_pages(struct keyfs_ctx *ctx, struct pc_entry *e,
 		       const unsigned char *hash, size_t len)
 {
 	e->seq = fs_forget_pages(ctx, e->ino);
+	e->filled = false;
 	e->valid = hash != NULL && e->seq != 0;
 	if (e->valid && hash != e->hash)
 		memcpy(e->hash, hash, PC_HASH);
@@ -131,13 +134,14 @@ static void drop_pages(struct keyfs_ctx *ctx, struct pc_entry *e,
 }
 
 enum pagecache_mode pagecache_open(struct keyfs_ctx *ctx, uint64_t ino,
-				   const void *buf, size_t len)
+				   const void *buf, size_t len, bool *fill)
 {
 	struct pagecache *pc = ctx->pagecache;
 	unsigned char hash[PC_HASH];
 	bool same, clean;
 	struct pc_entry *e = pc ? get(pc, ino, true, &clean) : NULL;
 
+	*fill = false;
 	if (!e)
 		return PC_DIRECT;
 	crypto_generichash(hash, sizeof(hash), buf, len, pc->key, sizeof(pc->key));
@@ -161,12 +165,15 @@ enum pagecache_mode pagecache_open(struct keyfs_ctx *ctx, uint64_t ino,
 	}
 	if (same && !e->stale && !e->foreign &&
 	    (!e->seq || fs_notify_sent(ctx, e->seq))) {
+		*fill = !e->filled && !e->opens && !e->aside;
+		e->filled = true;
 		e->opens++;
 		return PC_CACHED;
 	}
 	if (!same && !e->opens)
 		drop_pages(ctx, e, hash, len);
-	return PC_DIRECT;	/* the pages are on their way out */
+	e->aside++;
+	return PC_ASIDE;	/* the pages are on their way out */
 }
 
 enum pagecache_mode pagecache_writer(struct keyfs_ctx *ctx, uint64_t ino)
@@ -186,6 +193,11 @@ void pagecache_release(struct keyfs_ctx *ctx, uint64_t ino,
 
 	if (!e || mode == PC_DIRECT)
 		return;
+	if (mode == PC_ASIDE) {
+		if (e->aside)
+			e->aside--;
+		return;
+	}
 	if (mode == PC_FOREIGN && e->foreign && --e->foreign == 0) {
 		/* Pages it may have put there go; cached readers of the
 		 * version the hash names re-read theirs. */

@@ -23,6 +23,11 @@ struct keyfs_ctx;
  * gives the kernel for the inode stays theirs until the last of them
  * closes (pagecache_size).
  *
+ * The first cached open of a version, with no other open file of the key,
+ * hands the kernel the pages itself (fill): the reader then reads them
+ * without a READ request.  Alone, no READ of the inode can be in flight,
+ * whose locked page would make the hand-over wait on keyfs.
+ *
  * Every function runs under the daemon's lock (fs-loop.c).
  */
 struct pagecache;
@@ -32,17 +37,22 @@ struct pagecache *pagecache_new(void);
 void pagecache_free(struct pagecache *pc);
 
 enum pagecache_mode {
-	PC_DIRECT,	/* direct I/O, of the payload the pages are for */
+	PC_DIRECT,	/* direct I/O; not counted (no table, or not a key) */
 	PC_CACHED,	/* reads from the page cache */
+	PC_ASIDE,	/* direct I/O, of the payload the pages are for, while
+			 * the pages are on their way out: counted, as a
+			 * private mmap(2) of it reads pages through keyfs */
 	PC_FOREIGN,	/* direct I/O of another payload, or a writer: a
 			 * private mmap(2) of it would put its pages in the
 			 * cache, so no cached open starts until it closes */
 };
 
 /* A read-only open of key inode ino with this snapshot: how it reads.
- * Until pagecache_release, a cached or foreign open counts. */
+ * Until pagecache_release, every open but a PC_DIRECT one counts.  *fill:
+ * the opener should give the kernel the pages of its snapshot now
+ * (fs_fill_pages), before its open is answered. */
 enum pagecache_mode pagecache_open(struct keyfs_ctx *ctx, uint64_t ino,
-				   const void *buf, size_t len);
+				   const void *buf, size_t len, bool *fill);
 /* An open of ino for writing (always direct): PC_FOREIGN, or PC_DIRECT
  * without a page cache table. */
 enum pagecache_mode pagecache_writer(struct keyfs_ctx *ctx, uint64_t ino);
