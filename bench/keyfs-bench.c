@@ -100,15 +100,16 @@ static void ring_path(char *buf, size_t len, enum target t, const char *ring)
 	snprintf(buf, len, "%s/session/%s", tg[t].root, ring);
 }
 
-static void key_path(char *buf, size_t len, enum target t, const char *ring, unsigned long j)
+/* Key j of ring under top: "session", or "@s", the link users name it by. */
+static void key_path_via(char *buf, size_t len, enum target t, const char *top, const char *ring,
+			 unsigned long j)
 {
-	snprintf(buf, len, "%s/session/%s/k%06lu", tg[t].root, ring, j);
+	snprintf(buf, len, "%s/%s/%s/k%06lu", tg[t].root, top, ring, j);
 }
 
-/* The same key through the @s link, as users name it. */
-static void key_path_at_s(char *buf, size_t len, enum target t, const char *ring, unsigned long j)
+static void key_path(char *buf, size_t len, enum target t, const char *ring, unsigned long j)
 {
-	snprintf(buf, len, "%s/@s/%s/k%06lu", tg[t].root, ring, j);
+	key_path_via(buf, len, t, "session", ring, j);
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -350,7 +351,7 @@ static double m_cat(enum target t, const char *ring, unsigned long j, int iters,
 	key_serial_t k = 0;
 	if (t == T_RAW && (k = raw_find(ring, j)) < 0)
 		return NAN;
-	(at_s ? key_path_at_s : key_path)(path, sizeof(path), t, ring, j);
+	key_path_via(path, sizeof(path), t, at_s ? "@s" : "session", ring, j);
 	double t0 = now();
 	for (int i = 0; i < iters; i++) {
 		if (t == T_RAW) {
