@@ -83,9 +83,6 @@ sys.stdout.write(out.decode())
 	cached "$MNT/session/fresh" changed
 }
 
-# reads_sent: the READ requests keyfs's -d log shows so far.
-reads_sent() { grep -c 'opcode: READ (' "$KEYFS_LOG" || true; }
-
 @test "the first cached open hands the kernel the pages: cat and mmap make no READ" {
 	keyfs_unmount
 	keyfs_mount -d
@@ -98,12 +95,12 @@ reads_sent() { grep -c 'opcode: READ (' "$KEYFS_LOG" || true; }
 	# shared map of one fails before reading)
 	eventually output_is "made outside" shared_map "$MNT/session/fresh"
 	assert_equal "$(cat "$MNT/session/fresh")" "made outside"
-	assert_equal "$(reads_sent)" 0
+	assert_equal "$(requests_sent READ)" 0
 	# a change: the next cached open hands over the new pages
 	change "$MNT/session/fresh" "changed, and longer than before"
 	eventually output_is "changed, and longer than before" shared_map "$MNT/session/fresh"
 	assert_equal "$(cat "$MNT/session/fresh")" "changed, and longer than before"
-	assert_equal "$(reads_sent)" 0
+	assert_equal "$(requests_sent READ)" 0
 }
 
 @test "a key made by create takes its own inode once closed: later opens read from the page cache" {

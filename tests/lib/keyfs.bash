@@ -586,6 +586,10 @@ klinks()
 	keyctl rlist "$1" 2>/dev/null | tr ' ' '\n' | grep -qx -- "$2"
 }
 
+# requests_sent OPCODE: how many OPCODE requests (READ, READLINK, ...) the
+# daemon's log shows so far; the mount must have been made with -d.
+requests_sent() { grep -c "opcode: $1 (" "$KEYFS_LOG" || true; }
+
 # xget NAME PATH / xset NAME VALUE PATH: a user.keyfs.NAME attribute, the
 # value written as a JSON string as the man page shows it.
 xget() { getfattr --absolute-names --only-values -n "user.keyfs.$1" -- "$2"; }
