@@ -1021,6 +1021,13 @@ static bool gcq_sound(const struct keyfs_backend *b)
 	return true;
 }
 
+/* The short timeout of the gc test.  Expiry is kept in whole seconds
+ * (time(2)), so a 1 s timeout set late in a second is due a moment later,
+ * and the checks that nothing is taken before its time failed whenever
+ * the setup crossed a second (seen on the sanitizer build); 2 leaves at
+ * least a second. */
+#define GC_SOON 2
+
 /* The gc takes every key that is due, whatever order the timeouts were
  * set or moved in, and none before its time (gcq.c's queue). */
 static void test_gc_queue(void)
@@ -1047,15 +1054,15 @@ static void test_gc_queue(void)
 	revoked = add(b, &me, "user", "gc-revoked", "v", s);
 	gone = add(b, &me, "user", "gc-gone", "v", s);
 	updated = add(b, &me, "user", "gc-updated", "v", s);
-	ops->set_timeout(b, &me, updated, 1);
+	ops->set_timeout(b, &me, updated, GC_SOON);
 	ops->update(b, &me, updated, "w", 1);	/* clears the timeout */
 	ops->set_timeout(b, &me, late, 100);
-	ops->set_timeout(b, &me, a, 1);
-	ops->set_timeout(b, &me, moved_late, 1);
+	ops->set_timeout(b, &me, a, GC_SOON);
+	ops->set_timeout(b, &me, moved_late, GC_SOON);
 	ops->set_timeout(b, &me, moved_early, 100);
-	ops->set_timeout(b, &me, cleared, 1);
-	ops->set_timeout(b, &me, gone, 1);
-	/* keys with timeouts of 1 and 100 s, set in a shuffled order, some
+	ops->set_timeout(b, &me, cleared, GC_SOON);
+	ops->set_timeout(b, &me, gone, GC_SOON);
+	/* keys with timeouts of GC_SOON and 100 s, set in a shuffled order, some
 	 * moved once more: each move lands anywhere in the queue */
 	for (int i = 0; i < 120; i++) {	/* within the user's 200 keys */
 		snprintf(name, sizeof(name), "gc-%d", i);
@@ -1066,7 +1073,7 @@ static void test_gc_queue(void)
 
 		x = x * 1103515245u + 12345u;
 		i = (int)((x >> 8) % 120);
-		ops->set_timeout(b, &me, many[i], i % 2 ? 100 : 1 + (unsigned)(n % 2) * 99);
+		ops->set_timeout(b, &me, many[i], i % 2 ? 100 : n % 2 ? 100 : GC_SOON);
 		timed[i] = true;
 		if (n % 7 == 3) {	/* an expiry out of order, and one cleared */
 			ops->set_timeout(b, &me, many[(i + 1) % 120], (unsigned)(x >> 20) % 50 + 30);
@@ -1078,11 +1085,11 @@ static void test_gc_queue(void)
 			wrong++;
 	}
 	for (int i = 0; i < 120; i += 2)
-		ops->set_timeout(b, &me, many[i], 1);
+		ops->set_timeout(b, &me, many[i], GC_SOON);
 	for (int i = 1; i < 120; i += 2)
 		queued += timed[i];
 	ops->set_timeout(b, &me, moved_late, 100);
-	ops->set_timeout(b, &me, moved_early, 1);
+	ops->set_timeout(b, &me, moved_early, GC_SOON);
 	ops->set_timeout(b, &me, cleared, 0);
 	before = b->ngcq;
 	ops->unlink(b, &me, gone, s);	/* freed: out of the queue at once */
@@ -1091,7 +1098,7 @@ static void test_gc_queue(void)
 	is_int((int)wrong, 0, "gc: the queue keeps its order through every change");
 	ok(gcq_sound(b), "gc: and after an unlink, a revoke and a cleared timeout");
 	is_int(ops->describe(b, &me, a, &ki), 0, "gc: nothing taken before its time");
-	sleep(2);
+	sleep(GC_SOON + 1);
 	add(b, &me, "user", "gc-trigger", "v", s);	/* an op: the gc runs */
 	is_int(ops->describe(b, &me, a, &ki), -ENOKEY, "gc: an expired key is taken");
 	is_int(ops->describe(b, &me, moved_early, &ki), -ENOKEY,
