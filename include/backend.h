@@ -121,6 +121,14 @@ struct keyfs_backend_ops {
 	int (*describe_part)(struct keyfs_backend *b,
 			     const struct keyfs_cred *c, kserial_t key,
 			     unsigned parts, struct key_info *out);
+	/* Optional.  A hint: the caller will describe_part each of keys[0, n)
+	 * with parts next, in one locked section; the backend may make the
+	 * work for all of them at once (the kernel backend: its keyctl calls,
+	 * on helper threads) and keep the answers for those describes.  A
+	 * call with n 0 ends the section: answers not taken are dropped, so
+	 * that no later describe gets one made before it. */
+	void (*prefetch)(struct keyfs_backend *b, const struct keyfs_cred *c,
+			 const kserial_t *keys, size_t n, unsigned parts);
 	/* The payload; *buf_alloc is malloc'd, the caller wipes and frees it.
 	 * Needs read (or search, for a possessor).  Keyrings read as an array
 	 * of serials, as keyctl_read gives them. */

@@ -75,6 +75,39 @@ kowner() { keyctl rdescribe "$1" | cut -d';' -f2,3 | tr ';' :; }
 	ls_lacks "$MNT/session" fresh
 }
 
+# A listing describes its keys a part at a time, the keyctl calls of a
+# part made at once on helper threads (src/kernel/prefetch.c): each key
+# still shows as keyctl left it, whatever its place in the part.  ls -l
+# takes the attributes the listing gave for attr_timeout.
+@test "a listing after the timeouts shows each of many keys as keyctl changed it" {
+	keyfs_mount
+	local ring i s
+	ring=$(keyctl newring many @s)
+	for i in $(seq -w 0 299); do keyctl add user "k$i" "v$i" "$ring" >/dev/null; done
+	ls -l "$MNT/session/many" >/dev/null
+	keyctl update "$(ino "$MNT/session/many/k007")" "a longer payload"
+	keyctl update "$(ino "$MNT/session/many/k150")" x
+	keyctl setperm "$(ino "$MNT/session/many/k151")" 0x3f3f0000
+	keyctl chown "$(ino "$MNT/session/many/k299")" 1234 >/dev/null
+	keyctl unlink "$(ino "$MNT/session/many/k200")" "$ring" >/dev/null
+	keyctl add user late "12345" "$ring" >/dev/null
+	sleep 1.2	# entry_timeout and attr_timeout
+	run ls -ln "$MNT/session/many"
+	assert_success
+	assert_equal "$(grep -c ' k[0-9]' <<<"$output")" 299
+	assert_line --regexp '^-.* 0 0 +16 .* k007$'
+	assert_line --regexp '^-.* 0 0 +1 .* k150$'
+	assert_line --regexp '^-rwx------ .* k151$'
+	assert_line --regexp '^-.* 1234 0 +4 .* k299$'
+	assert_line --regexp '^-.* 0 0 +5 .* late$'
+	refute_line --regexp ' k200$'
+	# and every other key as it was made
+	for i in 000 001 100 298; do
+		s=$(stat -c %s "$MNT/session/many/k$i")
+		assert_equal "$s" 4
+	done
+}
+
 @test "what keyfs does, keyctl sees at once: chmod, chown, ln, mv, rm, mkdir" {
 	keyfs_mount
 	echo -n v > "$MNT/session/k"

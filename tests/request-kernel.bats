@@ -152,3 +152,20 @@ expect5()
 	done
 	assert_output ENOKEY
 }
+
+# A listing makes the size probes of a part at once on helper threads
+# (src/kernel/prefetch.c); the probe of a key under construction would
+# wait for its callout, so it is left to the listing's own check.
+@test "kernel: ls -l of a keyring holding a key under construction among many answers at once" {
+	local i
+	for i in $(seq -w 0 39); do echo -n "v$i" >"$MNT/session/k$i"; done
+	keyctl request2 user "$TAG:6" info @s >/dev/null 2>&1 &
+	local req=$!
+	wait_callout
+	expect5 41 sh -c "ls -l '$MNT/session' | grep -c -e ' k[0-9][0-9]\$' -e '$TAG:6\$'"
+	expect5 pending getfattr --only-values -n user.keyfs.state "$MNT/session/$TAG:6"
+	assert_equal "$(stat -c %s "$MNT/session/k39")" 3
+	kill -9 "$(cat "$BATS_TEST_TMPDIR/callout.pid")"
+	rm -f "$BATS_TEST_TMPDIR/callout.pid"
+	wait "$req" || true
+}

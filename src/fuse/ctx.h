@@ -79,6 +79,16 @@ static inline int ctx_describe(struct keyfs_ctx *ctx,
 	return BACKEND_CALL(ctx, describe, c, key, ki);
 }
 
+/* The describes of keys[0, n) with parts come next, in this locked
+ * section (backend.h's prefetch); n 0 ends the section. */
+static inline void ctx_prefetch(struct keyfs_ctx *ctx,
+				const struct keyfs_cred *c,
+				const kserial_t *keys, size_t n, unsigned parts)
+{
+	if (ctx->ops->prefetch)
+		ctx->ops->prefetch(ctx->be, c, keys, n, parts);
+}
+
 /* Several backend calls as one change of the store (backend.h). */
 static inline void ctx_batch_begin(struct keyfs_ctx *ctx)
 {

@@ -283,6 +283,10 @@ static int add_pendings(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 
 enum link_class { LC_NAMED, LC_USER, LC_KEYRING };
 
+/* A listing shows no expiry; the lookup of the keyring just before
+ * described every key in it (kkey_recent). */
+#define LINK_PARTS	(KEY_INFO_SIZE | KEY_INFO_RECENT)
+
 /* Describe one link into the list under its plain or typed name; class
  * says whether the name may still have to change.  A key the caller may
  * not view is listed as %#SERIAL (unviewable.c); keys that cannot be
@@ -295,9 +299,7 @@ static int add_link(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 	char name[KEYFS_NAME_MAX + 1];
 	struct dl_ent *d;
 	bool plain;
-	/* a listing shows no expiry; the lookup of the keyring just before
-	 * described every key in it (kkey_recent) */
-	int ret = ctx_describe(ctx, c, serial, KEY_INFO_SIZE | KEY_INFO_RECENT, ki);
+	int ret = ctx_describe(ctx, c, serial, LINK_PARTS, ki);
 
 	if (ret < 0 && ret != -EACCES)
 		return 0;
@@ -418,12 +420,33 @@ static int keyring_finish(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 	return ret;
 }
 
+/* Links described at once (backend.h's prefetch): about as many as the
+ * entries wanted, within these bounds. */
+#define PREFETCH_MIN	16
+#define PREFETCH_MAX	256
+
+/* Hand the backend the next links to describe; the end of those. */
+static size_t prefetch_links(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
+			     const struct tree_listing *l, size_t want)
+{
+	size_t m = want > l->ready ? want - l->ready : 0;
+
+	if (m < PREFETCH_MIN)
+		m = PREFETCH_MIN;
+	if (m > PREFETCH_MAX)
+		m = PREFETCH_MAX;
+	if (m > l->nlinks - l->next)
+		m = l->nlinks - l->next;
+	ctx_prefetch(ctx, c, l->links + l->next, m, LINK_PARTS);
+	return l->next + m;
+}
+
 int tree_listing_fill(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 		      struct tree_listing *l, size_t want)
 {
 	struct key_info ki;
-	size_t at;
-	int ret;
+	size_t at, prefetched = l->next;
+	int ret = 0;
 
 	while (!l->done && !l->err && l->ready < want) {
 		if (l->next == l->nlinks) {
@@ -435,18 +458,21 @@ int tree_listing_fill(struct keyfs_ctx *ctx, const struct keyfs_cred *c,
 				l->ready = l->dl.n;
 			break;
 		}
+		if (l->next >= prefetched)
+			prefetched = prefetch_links(ctx, c, l, want);
 		at = l->dl.n;
 		ret = add_link(ctx, c, &l->dl, l->links[l->next], &ki,
 			       &l->cls[at - l->first]);
 		if (ret < 0)
-			return ret;	/* nothing added: the next fill tries again */
+			break;	/* nothing added: the next fill tries again */
 		l->next++;
 		if (l->dl.n > at && l->cls[at - l->first] == LC_KEYRING)
 			l->keyring_seen = true;
 		if (!l->keyring_seen)
 			l->ready = l->dl.n;
 	}
-	return l->err;
+	ctx_prefetch(ctx, c, NULL, 0, 0);
+	return ret < 0 ? ret : l->err;
 }
 
 /* A keyring's listing: its links now, described later. */

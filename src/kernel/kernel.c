@@ -61,6 +61,12 @@ nomem:
 	return -ENOMEM;
 }
 
+static void kernel_before_fork(struct keyfs_backend *b)
+{
+	kproc_stop(b);
+	kpre_stop(b);
+}
+
 static void kernel_destroy(struct keyfs_backend *b)
 {
 	struct kkey *k, *next;
@@ -73,6 +79,7 @@ static void kernel_destroy(struct keyfs_backend *b)
 			kkey_free(k);
 		}
 	kproc_stop(b);
+	kpre_stop(b);
 	free(b->slots);
 	free(b->kusers_pending);
 	pcache_free(&b->proc);
@@ -219,8 +226,9 @@ static long key_size(struct keyfs_backend *b, const struct keyfs_cred *c,
 	struct kcall *probe = KCALL(KEYCTL_READ, (unsigned long)k->serial);
 	int ret;
 
-	if (!is_mounter(b, c) &&
-	    perm_check(c, k->uid, k->gid, k->perm, false, KEYFS_PERM_READ) < 0)
+	if (is_mounter(b, c))
+		return kpre_size(b, k->serial);
+	if (perm_check(c, k->uid, k->gid, k->perm, false, KEYFS_PERM_READ) < 0)
 		return -EACCES;
 	ret = kcall_as(b, c, probe);
 	return ret < 0 ? ret : probe->ret;
@@ -262,9 +270,7 @@ static int describe_live(struct keyfs_backend *b, const struct keyfs_cred *c,
 		/* keyctl read tells a negative key (ENOKEY) before it looks
 		 * at permission or at the type's read method; for the
 		 * mounter the same call is the size probe below */
-		size = keyctl_read(serial, NULL, 0);
-		if (size < 0)
-			size = -errno;
+		size = kpre_size(b, serial);
 		if (recent && kerr_dead(size))
 			return -ESTALE;	/* or negative: a describe tells */
 		if (size == -ENOKEY)
@@ -344,6 +350,15 @@ static int kernel_describe_part(struct keyfs_backend *b,
 	return 0;
 }
 
+static void kernel_prefetch(struct keyfs_backend *b, const struct keyfs_cred *c,
+			    const kserial_t *keys, size_t n, unsigned parts)
+{
+	if (n)
+		kpre_run(b, c, keys, n, parts);
+	else
+		kpre_drop(b);
+}
+
 /* The size is a keyctl call of its own and the expiry may need a parse of
  * /proc/keys: describe_part asks only for what its caller wants. */
 static int kernel_describe(struct keyfs_backend *b, const struct keyfs_cred *c,
@@ -413,7 +428,8 @@ const struct keyfs_backend_ops backend_kernel_ops = {
 	.name			= "kernel",
 	.init			= kernel_init,
 	.destroy		= kernel_destroy,
-	.before_fork		= kproc_stop,
+	.before_fork		= kernel_before_fork,
+	.prefetch		= kernel_prefetch,
 	.special		= kernel_special,
 	.persistent		= kernel_persistent,
 	.describe		= kernel_describe,

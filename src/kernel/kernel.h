@@ -148,6 +148,8 @@ struct keyfs_backend {
 	uid_t *kusers_pending;
 	size_t nkusers_pending;
 	struct kdetach *detach;		/* detach.c; NULL: callers are waited for */
+	struct kpre *pre;		/* prefetch.c's helpers, or NULL */
+	bool pre_none;			/* one CPU: no helpers, ever */
 };
 
 /*
@@ -373,6 +375,26 @@ int kernel_proc_key_users(struct keyfs_backend *b, const struct keyfs_cred *c,
 			  char **text_alloc);
 int kernel_quota(struct keyfs_backend *b, const struct keyfs_cred *c,
 		 struct key_quota *q);
+
+/* ---- many keys described at once (prefetch.c) ---- */
+struct kpre;
+/* Make, on helper threads, the keyctl calls that describing keys[0, n)
+ * for c with parts (KEY_INFO_*) will make as keyfs: describes, and size
+ * probes that cannot wait on a construction.  The answers wait for
+ * kpre_describe and kpre_size, until kpre_drop or the next kpre_run;
+ * nothing else changes.  Does nothing where there is no other CPU. */
+void kpre_run(struct keyfs_backend *b, const struct keyfs_cred *c,
+	      const kserial_t *keys, size_t n, unsigned parts);
+void kpre_drop(struct keyfs_backend *b);
+/* keyctl describe of key as keyfs, once, from kpre_run's answers: 0 with
+ * *text_alloc (the caller's to free), -errno as keyctl answered, or 1
+ * where kpre_run has no answer. */
+int kpre_describe(struct keyfs_backend *b, kserial_t key, char **text_alloc);
+/* keyctl read of key with no buffer (the size probe) as keyfs: kpre_run's
+ * answer, taken once, or the call made now.  The length or -errno. */
+long kpre_size(struct keyfs_backend *b, kserial_t key);
+/* Stop the helpers (before a fork, at the end). */
+void kpre_stop(struct keyfs_backend *b);
 
 /* ---- request and search (request_key.c) ---- */
 int kernel_request(struct keyfs_backend *b, const struct keyfs_cred *c,

@@ -265,9 +265,10 @@ static int describe_alloc(key_serial_t key, char **text_alloc)
 static int describe_text(struct keyfs_backend *b, const struct keyfs_cred *c,
 			 kserial_t key, char **text_alloc)
 {
-	int ret;
+	int ret = kpre_describe(b, key, text_alloc);
 
-	ret = kerr(describe_alloc(key, text_alloc));
+	if (ret == 1)
+		ret = kerr(describe_alloc(key, text_alloc));
 	if (ret != -EACCES || is_mounter(b, c))
 		return ret;
 	return ktext_as(b, c, describe_alloc, key, text_alloc);

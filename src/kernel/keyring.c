@@ -281,13 +281,35 @@ static struct kkey *learn_listed(struct keyfs_backend *b,
 	return k;
 }
 
+/* Links of a new index described at once (prefetch.c), a part at a time. */
+#define REFRESH_PART	256
+
+/* The keys of list[0, n) keyfs has not described, described at once;
+ * whether that was done.  Where it was not, the answers made for a
+ * listing this index is built in (for a keyring among its keys) stay. */
+static bool describe_ahead(struct keyfs_backend *b, const struct keyfs_cred *c,
+			   const kserial_t *list, size_t n)
+{
+	kserial_t unnamed[REFRESH_PART];
+	size_t m = 0;
+	struct kkey *k;
+
+	for (size_t i = 0; i < n; i++)
+		if (!(k = kkey_get(b, list[i])) || !k->named)
+			unnamed[m++] = list[i];
+	if (m < 2)
+		return false;	/* nothing to share */
+	kpre_run(b, c, unnamed, m, 0);
+	return true;
+}
+
 static int kidx_refresh(struct keyfs_backend *b, const struct keyfs_cred *c,
 			kserial_t ring, const kserial_t *list, size_t n)
 {
 	struct kidx *x, *old;
 	struct kkey *r, *k;
-	bool changed;
-	int ret;
+	bool changed, ahead = false;
+	int ret = 0;
 
 	r = kkey_make(b, ring);
 	if (!r)
@@ -304,16 +326,24 @@ static int kidx_refresh(struct keyfs_backend *b, const struct keyfs_cred *c,
 		return -ENOMEM;
 	}
 	for (size_t i = 0; i < n; i++) {
+		if (i % REFRESH_PART == 0 &&
+		    describe_ahead(b, c, list + i, n - i < REFRESH_PART ?
+						   n - i : REFRESH_PART))
+			ahead = true;
 		k = kkey_get(b, list[i]);
 		if (!k || !k->named)
 			k = learn_listed(b, c, list[i]);
 		ret = kidx_insert(x, list[i], k);
 		if (ret == 0 && k)
 			ret = kkey_parent_add(k, ring);
-		if (ret < 0) {
-			kidx_free(x);
-			return ret;
-		}
+		if (ret < 0)
+			break;
+	}
+	if (ahead)
+		kpre_drop(b);
+	if (ret < 0) {
+		kidx_free(x);
+		return ret;
 	}
 	old = r->idx;
 	changed = old && old->n != x->n;
