@@ -103,6 +103,52 @@ sys.stdout.write(out.decode())
 	assert_equal "$(requests_sent READ)" 0
 }
 
+# map_nostat PATH LEN: print the first LEN bytes of mmap(MAP_SHARED) of
+# PATH, or the errno's name; never fstat(2) (Python's mmap does), so the
+# kernel asks keyfs for no attributes.
+map_nostat()
+{
+	"$KEYFS_PY" -c '
+import ctypes, errno, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+libc.mmap.restype = ctypes.c_void_p
+libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+n = int(sys.argv[2])
+fd = os.open(sys.argv[1], os.O_RDONLY)
+p = libc.mmap(None, n, 1, 1, fd, 0)	# PROT_READ, MAP_SHARED
+if p == ctypes.c_void_p(-1).value:
+    sys.stdout.write(errno.errorcode[ctypes.get_errno()])
+else:
+    sys.stdout.write(ctypes.string_at(p, n).decode())
+' "$1" "$2"
+}
+
+# A stat answered after the hand-over, with an mtime the kernel had not
+# seen (keyfs drops the attributes at a change, and nothing had asked for
+# them since), made the kernel drop the pages keyfs had just given it
+# (libfuse's default auto_inval_data): the next read was a READ again.
+@test "pages handed over after a change stay through the next stat" {
+	keyfs_unmount
+	keyfs_mount -d
+	change "$MNT/session/fresh" aaaa
+	eventually output_is aaaa map_nostat "$MNT/session/fresh" 4
+	sleep 1.1	# a new mtime, whatever the clock's grain
+	change "$MNT/session/fresh" bbbb
+	# the first open after the change reads directly while the old pages
+	# go (its map fails); the first after that hands over the new ones
+	eventually output_is bbbb map_nostat "$MNT/session/fresh" 4
+	local reads
+	reads=$(requests_sent READ)
+	run "$KEYFS_PY" -c '
+import os, sys
+fd = os.open(sys.argv[1], os.O_RDONLY)
+os.fstat(fd)
+sys.stdout.write(os.read(fd, 100).decode())
+' "$MNT/session/fresh"
+	assert_output bbbb
+	assert_equal "$(requests_sent READ)" "$reads"
+}
+
 @test "a key made by create takes its own inode once closed: later opens read from the page cache" {
 	local serial
 	printf %s made >"$MNT/session/new"

@@ -18,6 +18,12 @@ static void fs_init(void *userdata, struct fuse_conn_info *conn)
 	 * kernel may keep them, or every path through @s costs a READLINK. */
 	if (conn->capable & FUSE_CAP_CACHE_SYMLINKS)
 		conn->want |= FUSE_CAP_CACHE_SYMLINKS;
+	/* keyfs drops a key's pages itself, at every change it makes and at
+	 * an open that finds the payload changed (pagecache.c).  The kernel's
+	 * own drop at an mtime it had not seen (libfuse asks for it by
+	 * default) came late: a stat answered after keyfs had handed a new
+	 * payload's pages over at open dropped them again. */
+	conn->want &= ~FUSE_CAP_AUTO_INVAL_DATA;
 }
 
 static const struct fuse_lowlevel_ops keyfs_ll_ops = {
