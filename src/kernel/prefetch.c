@@ -19,8 +19,9 @@
  * until the describe or the size probe that would have made the call
  * takes them, in the same locked section, and whatever is not taken is
  * dropped at its end.  Only calls made as keyfs are made here (every
- * describe, and the mounter's size probes): another caller's need its
- * ids, which are the calling thread's own.
+ * describe, the mounter's size probes, and anyone's first probe of a key
+ * not yet seen instantiated): a call for another caller needs that
+ * caller's ids, which are the calling thread's own (cred.c).
  */
 
 /* A describe longer than this is made again when it is used ("user;0;0;
