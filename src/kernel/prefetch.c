@@ -212,8 +212,9 @@ static bool size_cannot_wait(struct keyfs_backend *b, const struct kkey *k)
 static bool want_item(struct keyfs_backend *b, const struct keyfs_cred *c,
 		      kserial_t key, unsigned parts, struct kpre_item *it)
 {
-	struct kkey *k = kkey_get(b, key);
-	bool recent = (parts & KEY_INFO_RECENT) && kkey_recent(b, c, key);
+	/* kkey_recent's entry is kkey_get's: one lookup where it is recent */
+	struct kkey *recent = (parts & KEY_INFO_RECENT) ? kkey_recent(b, c, key) : NULL;
+	struct kkey *k = recent ? recent : kkey_get(b, key);
 
 	memset(it, 0, offsetof(struct kpre_item, desc));
 	it->serial = key;
