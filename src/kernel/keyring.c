@@ -281,8 +281,10 @@ static struct kkey *learn_listed(struct keyfs_backend *b,
 	return k;
 }
 
-/* Links of a new index described at once (prefetch.c), a part at a time. */
-#define REFRESH_PART	256
+/* Links of a new index described at once (prefetch.c), a part at a time:
+ * the helpers wait for the next part while the last answers of one are
+ * taken in, so parts are long. */
+#define REFRESH_PART	4096
 
 /* The keys of list[0, n) keyfs has not described, described at once;
  * whether that was done.  Where it was not, the answers made for a

@@ -669,6 +669,66 @@ static void test_type_info(kserial_t ring)
 	       "add over type_info's limit is EFBIG");
 }
 
+/* Many keys described at once (prefetch.c) answer as one at a time would,
+ * whatever the order they are asked for in, and a section ended half way
+ * leaves nothing behind. */
+static void test_prefetch(kserial_t session)
+{
+	enum { N = 300 };
+	kserial_t ring = add(&me, "keyring", "keyfs-prefetch", NULL, session);
+	kserial_t keys[N];
+	struct key_info ki;
+	char desc[32], payload[32];
+	int bad = 0, made = 0;
+
+	ok(ring > 0, "a keyring of %d keys", N);
+	for (int i = 0; i < N; i++) {
+		snprintf(desc, sizeof(desc), "pre%03d", i);
+		snprintf(payload, sizeof(payload), "%.*s", 1 + i % 20, "xxxxxxxxxxxxxxxxxxxxxxxxx");
+		keys[i] = add(&me, "user", desc, payload, ring);
+		made += keys[i] > 0;
+	}
+	is_int(made, N, "all made");
+	/* a change made after the calls are handed out, before they are
+	 * taken: the describe may see either, never anything else */
+	ops->prefetch(be, &me, keys, N, KEY_INFO_SIZE);
+	keyctl_update(keys[N - 1], "changed-payload", 15);
+	for (int i = N - 1; i >= 0; i -= 2) {	/* against their order */
+		snprintf(desc, sizeof(desc), "pre%03d", i);
+		if (ops->describe_part(be, &me, keys[i], KEY_INFO_SIZE, &ki) < 0 ||
+		    strcmp(ki.desc, desc) != 0 ||
+		    (i < N - 1 && ki.size != (uint64_t)(1 + i % 20)) ||
+		    (i == N - 1 && ki.size != 15 && ki.size != (uint64_t)(1 + i % 20)))
+			bad++;
+	}
+	for (int i = 0; i < N; i += 2) {	/* then in it */
+		snprintf(desc, sizeof(desc), "pre%03d", i);
+		if (ops->describe_part(be, &me, keys[i], KEY_INFO_SIZE, &ki) < 0 ||
+		    strcmp(ki.desc, desc) != 0 || ki.size != (uint64_t)(1 + i % 20))
+			bad++;
+	}
+	ops->prefetch(be, &me, NULL, 0, 0);
+	is_int(bad, 0, "each key described as it is, in any order");
+	/* ended after ten: the rest is described by calls of its own */
+	ops->prefetch(be, &me, keys, N, KEY_INFO_SIZE);
+	for (int i = 0; i < 10; i++)
+		bad += ops->describe_part(be, &me, keys[i], KEY_INFO_SIZE, &ki) < 0;
+	ops->prefetch(be, &me, NULL, 0, 0);
+	ops->prefetch(be, &me, NULL, 0, 0);	/* twice: nothing to end */
+	is_int(ops->describe_part(be, &me, keys[N - 1], KEY_INFO_SIZE, &ki), 0,
+	       "a section ended half way: describe after it");
+	is_int(ki.size, 15, "it sees the change");
+	is_int(bad, 0, "the ten before it described");
+	/* a revoked key among them: its describe answers as without */
+	keyctl_revoke(keys[5]);
+	ops->prefetch(be, &me, keys, 10, KEY_INFO_SIZE);
+	is_int(ops->describe_part(be, &me, keys[5], KEY_INFO_SIZE, &ki), 0,
+	       "a revoked key among the handed out answers");
+	is_int(ki.state, KEY_STATE_REVOKED, "as revoked");
+	ops->prefetch(be, &me, NULL, 0, 0);
+	is_int(ops->unlink(be, &me, ring, session), 0, "remove it");
+}
+
 int main(void)
 {
 	struct backend_config cfg = {
@@ -706,6 +766,7 @@ int main(void)
 	test_possession(ring);
 	test_text(ring);
 	test_type_info(ring);
+	test_prefetch(session);
 	is_int(ops->unlink(be, &me, ring, session), 0, "remove the test keyring");
 	ops->destroy(be);
 	return done_testing();
