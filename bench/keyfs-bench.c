@@ -68,6 +68,7 @@ struct plan {
 static struct plan plan;
 static int failures;
 static int capped; /* some listing was extrapolated */
+static double ls_cpu_us; /* the CPU time the last m_ls took in the reader (this process) */
 
 /* ---- small helpers ---- */
 
@@ -564,6 +565,14 @@ static double raw_listing(const char *ring, int sized)
  * statx without following links, lgetxattr security.selinux, getxattr
  * system.posix_acl_access, each until the device says it has no such
  * thing; raw: keyctl list + describe every key. */
+/* User and system CPU time of this process so far, in us. */
+static double self_cpu_us(void)
+{
+	struct rusage ru;
+	getrusage(RUSAGE_SELF, &ru);
+	return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e6 + (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
+}
+
 static double m_ls(enum target t, const char *ring)
 {
 	if (t == T_RAW)
@@ -575,6 +584,7 @@ static double m_ls(enum target t, const char *ring)
 	double t0 = now();
 	ring_path(path, sizeof(path), t, ring);
 	size_t base = strlen(path);
+	double cpu0 = self_cpu_us();
 	DIR *d = opendir(path);
 	if (!d) {
 		fail("opendir", path, errno);
@@ -609,6 +619,7 @@ static double m_ls(enum target t, const char *ring)
 		n++;
 	}
 	closedir(d);
+	ls_cpu_us = self_cpu_us() - cpu0;
 	return (now() - t0) * 1e6;
 }
 
@@ -1141,6 +1152,11 @@ int main(int argc, char **argv)
 	struct row *first_ls = row_new(U_MS, 1, "ls -l %lu keys, first listing since mount", plan.large);
 	first_ls->fuse_split = 0;
 	long ker_rss0[2] = { -1, -1 }, ker_rss1[2] = { -1, -1 };
+	/* the reader's own CPU time in each: the kernel taking in the entries
+	 * and the stat calls, which no file system serving them can lower */
+	double first_cpu[NT];
+	for (int t = 0; t < NT; t++)
+		first_cpu[t] = NAN;
 	/* The kernel backend keeps a parse of /proc/keys: one entry per key
 	 * on the system, not per key seen, renewed by a thread of its own at
 	 * most once a second.  Each kernel daemon's baseline is taken just
@@ -1165,6 +1181,7 @@ int main(int argc, char **argv)
 			ker_rss0[0] = vm_bytes(tg[t].pid, "VmRSS");
 		}
 		first_ls->v[t][0] = m_ls((enum target)t, ring_l);
+		first_cpu[t] = ls_cpu_us;
 		listed_at[t] = now();
 		if (t == T_KER_DEF) {
 			/* The listing goes at RELEASEDIR, which closedir does
@@ -1496,7 +1513,8 @@ int main(int argc, char **argv)
 		target_line(what, fig, "<= 2.00x raw list+describe", isnan(x) ? -1 : x <= 2);
 		x = cost_ratio(first_ls, T_KER_DEF, T_RAW, 0);
 		snprintf(what, sizeof(what), "ls -l %lu keys, kernel, first since mount", plan.large);
-		snprintf(fig, sizeof(fig), "%.2fx", x);
+		snprintf(fig, sizeof(fig), "%.2fx (the reader's own CPU in it: %.2fx)", x,
+			 first_cpu[T_KER_DEF] / first_ls->v[T_RAW][0]);
 		target_line(what, fig, "<= 2.00x raw list+describe", isnan(x) ? -1 : x <= 2);
 	}
 	for (int k = 0; k < 2; k++) {
