@@ -334,6 +334,7 @@ static void test_move_attr(kserial_t ring)
 struct held {
 	struct kdetach *d;
 	int fd;
+	atomic_int ended;	/* threads past their last use of this */
 };
 
 static void *hold(void *arg)
@@ -344,7 +345,15 @@ static void *hold(void *arg)
 	while (read(h->fd, &c, 1) > 0)
 		;
 	kdetach_put(h->d);
+	atomic_fetch_add(&h->ended, 1);
 	return NULL;
+}
+
+/* Until n threads have ended (a second at most). */
+static void held_wait(struct held *h, int n)
+{
+	for (int i = 0; i < 100 && atomic_load(&h->ended) < n; i++)
+		nap(0.01);
 }
 
 /* At most KDETACH_MAX detached threads at once; their count outlives its
@@ -352,7 +361,7 @@ static void *hold(void *arg)
 static void test_detach(void)
 {
 	struct kdetach *d = kdetach_new();
-	struct held h = { d, -1 };
+	struct held h = { d, -1, 0 };
 	int fds[2], i, ret = 0;
 
 	if (!d || pipe(fds) < 0) {
@@ -365,8 +374,7 @@ static void test_detach(void)
 	is_int(ret, 0, "%d detached threads start", KDETACH_MAX);
 	is_int(kdetach_run(d, hold, &h), -EAGAIN, "one more: EAGAIN");
 	close(fds[1]);	/* the threads end */
-	for (i = 0; i < 100 && atomic_load(&d->refs) > 1; i++)
-		nap(0.01);
+	held_wait(&h, KDETACH_MAX);
 	is_int((int)atomic_load(&d->refs), 1, "each put its reference");
 	close(fds[0]);
 	if (pipe(fds) < 0)
@@ -375,7 +383,9 @@ static void test_detach(void)
 	is_int(kdetach_run(d, hold, &h), 0, "then another may start");
 	kdetach_put(d);	/* the first owner goes; the thread frees d */
 	close(fds[1]);
-	nap(0.1);
+	/* h and the pipe are the thread's until it has ended */
+	held_wait(&h, KDETACH_MAX + 1);
+	is_int(atomic_load(&h.ended), KDETACH_MAX + 1, "it ended");
 	close(fds[0]);
 }
 
