@@ -180,11 +180,12 @@ static double proc_cpu(pid_t pid)
 	return n ? sum : NAN;
 }
 
-/* CPU seconds of this process's waited-for children. */
-static double children_cpu(void)
+/* CPU seconds of this process (RUSAGE_SELF) or of its waited-for
+ * children (RUSAGE_CHILDREN). */
+static double cpu_of(int who)
 {
 	struct rusage ru;
-	getrusage(RUSAGE_CHILDREN, &ru);
+	getrusage(who, &ru);
 	return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
 	       (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
 }
@@ -565,14 +566,6 @@ static double raw_listing(const char *ring, int sized)
  * statx without following links, lgetxattr security.selinux, getxattr
  * system.posix_acl_access, each until the device says it has no such
  * thing; raw: keyctl list + describe every key. */
-/* User and system CPU time of this process so far, in us. */
-static double self_cpu_us(void)
-{
-	struct rusage ru;
-	getrusage(RUSAGE_SELF, &ru);
-	return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e6 + (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
-}
-
 static double m_ls(enum target t, const char *ring)
 {
 	if (t == T_RAW)
@@ -584,7 +577,7 @@ static double m_ls(enum target t, const char *ring)
 	double t0 = now();
 	ring_path(path, sizeof(path), t, ring);
 	size_t base = strlen(path);
-	double cpu0 = self_cpu_us();
+	double cpu0 = cpu_of(RUSAGE_SELF);
 	DIR *d = opendir(path);
 	if (!d) {
 		fail("opendir", path, errno);
@@ -619,7 +612,7 @@ static double m_ls(enum target t, const char *ring)
 		n++;
 	}
 	closedir(d);
-	ls_cpu_us = self_cpu_us() - cpu0;
+	ls_cpu_us = (cpu_of(RUSAGE_SELF) - cpu0) * 1e6;
 	return (now() - t0) * 1e6;
 }
 
@@ -659,7 +652,7 @@ static double par_run(enum target t, int procs, int (*pass)(enum target, const v
 	close(res[1]);
 	/* raw keyctl and tmpfs have no daemon */
 	int daemon = t != T_RAW && tg[t].pid > 0;
-	double kids0 = children_cpu(), daemon0 = daemon ? proc_cpu(tg[t].pid) : 0;
+	double kids0 = cpu_of(RUSAGE_CHILDREN), daemon0 = daemon ? proc_cpu(tg[t].pid) : 0;
 	double t0 = now();
 	close(go[1]); /* every child starts at once */
 	long total = 0, one;
@@ -679,7 +672,7 @@ static double par_run(enum target t, int procs, int (*pass)(enum target, const v
 	}
 	if (cpu_us) {
 		double served = daemon ? proc_cpu(tg[t].pid) - daemon0 : 0;
-		*cpu_us = total > 0 ? (children_cpu() - kids0 + served) * 1e6 / (double)total : NAN;
+		*cpu_us = total > 0 ? (cpu_of(RUSAGE_CHILDREN) - kids0 + served) * 1e6 / (double)total : NAN;
 	}
 	return (double)total / dt;
 }

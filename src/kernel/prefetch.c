@@ -249,16 +249,10 @@ void kpre_drop(struct keyfs_backend *b)
 	}
 }
 
-static size_t slot_of(const struct kpre *p, kserial_t key)
-{
-	/* serials are handed out at random: their low bits hash well */
-	return ((uint32_t)key * 2654435761u) & (p->nslots - 1);
-}
-
 static void slots_fill(struct kpre *p)
 {
 	for (size_t i = 0; i < p->n; i++) {
-		size_t s = slot_of(p, p->items[i].serial);
+		size_t s = hash_serial(p->items[i].serial, p->nslots);
 
 		while (p->slots[s])
 			s = (s + 1) & (p->nslots - 1);
@@ -279,7 +273,7 @@ static ssize_t kpre_find(struct keyfs_backend *b, kserial_t key)
 	for (s = p->hint; s < p->n && s < p->hint + 2; s++)
 		if (p->items[s].serial == key)
 			return (ssize_t)(p->hint = s);
-	for (s = slot_of(p, key); p->slots[s]; s = (s + 1) & (p->nslots - 1))
+	for (s = hash_serial(key, p->nslots); p->slots[s]; s = (s + 1) & (p->nslots - 1))
 		if (p->items[p->slots[s] - 1].serial == key) {
 			p->hint = p->slots[s] - 1;
 			return (ssize_t)p->hint;
